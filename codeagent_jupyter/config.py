@@ -1,0 +1,98 @@
+"""Settings shared by every layer, as plain dataclasses.
+
+Each field carries a docstring-style comment so the CLI, the server traits and the
+session notebook can all describe the same knob the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits applied to one sandbox kernel.
+
+    Every field is a ceiling the launcher tries to enforce; what is really enforced on
+    this machine is reported separately in ``Sandbox.enforcement`` (never assumed).
+    """
+
+    memory_mb: int = 2048
+    """Data-segment limit (RLIMIT_DATA) in MiB; a larger allocation raises MemoryError."""
+    cpu_seconds: int = 600
+    """CPU seconds for the kernel process over its whole life (RLIMIT_CPU)."""
+    cell_timeout: float = 60.0
+    """Wall seconds one cell may run before it is interrupted (then restarted if needed)."""
+    output_bytes: int = 1_000_000
+    """Bytes of output kept per cell in the recording; the rest is cut with a marker."""
+    file_size_mb: int = 512
+    """Largest file the kernel may write (RLIMIT_FSIZE), in MiB."""
+    max_processes: int = 64
+    """Processes/threads the sandbox may hold at once (RLIMIT_NPROC or cgroup pids.max)."""
+    network: bool = False
+    """Whether the kernel may reach the network; False runs it in its own network namespace."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SandboxLimits:
+        """Build from a (possibly partial, possibly untrusted) dict; unknown keys raise."""
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ValueError(f"unknown limit(s): {', '.join(unknown)}")
+        values: dict[str, Any] = {}
+        for name, value in data.items():
+            default = getattr(cls, name)
+            kind = type(default)
+            if kind is bool:
+                if not isinstance(value, bool):
+                    raise ValueError(f"limit {name} must be true or false")
+            elif isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"limit {name} must be a positive number")
+            values[name] = kind(value)
+        return cls(**values)
+
+
+DEFAULT_SYSTEM_PROMPT = """\
+You are codeagent, a careful data-science assistant working inside a Jupyter sandbox.
+You solve the user's request by writing and running Python in a persistent IPython kernel.
+
+How to work:
+- For anything beyond a one-liner, first call update_plan with a short list of steps, and
+  update step statuses as you go.
+- Run code with run_cell. Variables, imports and files persist between cells. Keep cells
+  small and focused so the user can accept them one by one into their notebook.
+- Read tracebacks carefully; when a cell fails, fix the cause and run the corrected cell.
+- Use read_file / write_file / list_files / search_files for files in the workspace, and
+  run_command for shell commands. The sandbox has no network access unless told otherwise.
+- Plots: use matplotlib and call plt.show(); the user sees the image.
+- When done, reply without any tool call: a brief answer that states the result.
+"""
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Budgets and behaviour of one agent run; every stop is reported with its reason."""
+
+    max_steps: int = 30
+    """Model calls per run before the run stops with reason 'max_steps'."""
+    max_wall_s: float = 1800.0
+    """Wall-clock seconds per run before it stops with reason 'max_wall_time'."""
+    max_tokens: int = 2_000_000
+    """Total tokens (prompt + completion, summed over requests) before stopping."""
+    max_malformed: int = 3
+    """Consecutive tool calls with bad arguments or unknown tools before stopping."""
+    result_chars: int = 8_000
+    """Characters of one tool result shown to the model (head + tail kept)."""
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    """System message; kept byte-identical across steps so prompt caching hits."""
+    extra_context: dict[str, Any] = field(default_factory=dict)
+    """Free-form context recorded with the session (e.g. the notebook path)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("system_prompt")
+        return data

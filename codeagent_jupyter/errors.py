@@ -1,0 +1,35 @@
+"""Typed errors that say what happened, so edges can turn them into one-line messages."""
+
+from __future__ import annotations
+
+
+class CodeAgentError(Exception):
+    """Base class: its message is meant to be shown to a person as it is, on one line."""
+
+
+class ConfigError(CodeAgentError):
+    """Bad settings or input from the user (exit code 2 / HTTP 400)."""
+
+
+class ModelError(CodeAgentError):
+    """The model endpoint failed for good (after retries) or answered nonsense."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class SandboxError(CodeAgentError):
+    """The sandbox kernel could not be started or used."""
+
+
+class ToolError(CodeAgentError):
+    """A tool refused its input; the message goes back to the model as the result."""
+
+
+class ReplayError(CodeAgentError):
+    """A recorded session cannot be replayed (no transcript, or the run diverged)."""
+
+
+class ToolArgumentError(ToolError):
+    """A tool call's arguments do not match the tool's schema (counts as a malformed call)."""

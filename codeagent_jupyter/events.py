@@ -1,0 +1,220 @@
+"""The typed, versioned events an agent run emits.
+
+Events are the one-way channel from the loop to everything that shows or stores a run
+(the notebook recorder, the server's WebSocket stream, the CLI printer, the widget).
+They are frozen dataclasses with a stable JSON form (``to_dict``/``from_dict``) so a
+client written against ``FORMAT_VERSION`` can read them from any of those places.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar
+
+FORMAT_VERSION = 1
+"""Bumped when an event's fields change incompatibly."""
+
+# Final run statuses (RunFinished.status).
+ANSWERED = "answered"
+MAX_STEPS = "max_steps"
+MAX_WALL_TIME = "max_wall_time"
+MAX_TOKENS = "max_tokens"
+MALFORMED = "malformed"
+MODEL_ERROR = "model_error"
+CANCELLED = "cancelled"
+ERROR = "error"
+INTERRUPTED = "interrupted"  # set by the server for runs that a crash cut short
+RUN_STATUSES = (
+    ANSWERED,
+    MAX_STEPS,
+    MAX_WALL_TIME,
+    MAX_TOKENS,
+    MALFORMED,
+    MODEL_ERROR,
+    CANCELLED,
+    ERROR,
+    INTERRUPTED,
+)
+
+_REGISTRY: dict[str, type[Event]] = {}
+
+
+@dataclass(frozen=True)
+class Event:
+    """Common fields: ``seq`` orders events within a session (0, 1, 2, …), ``time`` is epoch s."""
+
+    type: ClassVar[str] = "event"
+    seq: int = 0
+    time: float = field(default_factory=time.time)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _REGISTRY[cls.type] = cls
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["type"] = self.type
+        data["v"] = FORMAT_VERSION
+        return data
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Event:
+        """Rebuild an event from its JSON form; unknown fields are ignored (newer writers)."""
+        cls = _REGISTRY.get(data.get("type", ""))
+        if cls is None:
+            raise ValueError(f"unknown event type: {data.get('type')!r}")
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class RunStarted(Event):
+    """A run (the first prompt or a follow-up) begins."""
+
+    type: ClassVar[str] = "run_started"
+    prompt: str = ""
+    run_index: int = 0
+    model: str = ""
+    base_url: str = ""
+    workdir: str = ""
+    limits: dict[str, Any] = field(default_factory=dict)
+    enforcement: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PlanUpdated(Event):
+    """The model's plan: ``steps`` is ``[{"step": str, "status": pending|in_progress|done}]``."""
+
+    type: ClassVar[str] = "plan_updated"
+    steps: list[dict[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TextDelta(Event):
+    """A fragment of the model's text as it streams (display only; not recorded)."""
+
+    type: ClassVar[str] = "text_delta"
+    step: int = 0
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class AssistantMessage(Event):
+    """The complete assistant turn as received: its text and its tool calls (OpenAI form).
+
+    ``message`` is exactly what goes back into the conversation, so a recording of these
+    is enough to replay a run without a model.
+    """
+
+    type: ClassVar[str] = "assistant_message"
+    step: int = 0
+    message: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ModelRetry(Event):
+    """A model request failed in a way worth retrying; the loop waits ``wait_s`` and tries again."""
+
+    type: ClassVar[str] = "model_retry"
+    step: int = 0
+    attempt: int = 0
+    wait_s: float = 0.0
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ToolCallStarted(Event):
+    """A tool call is about to run (after approval, where approval is needed)."""
+
+    type: ClassVar[str] = "tool_call_started"
+    step: int = 0
+    tool_call_id: str = ""
+    name: str = ""
+    arguments: Any = None
+
+
+@dataclass(frozen=True)
+class ApprovalRequested(Event):
+    """A tool under the ``ask`` policy waits for the user's decision."""
+
+    type: ClassVar[str] = "approval_requested"
+    step: int = 0
+    tool_call_id: str = ""
+    name: str = ""
+    arguments: Any = None
+
+
+@dataclass(frozen=True)
+class ApprovalDecided(Event):
+    """The user approved or denied a waiting tool call."""
+
+    type: ClassVar[str] = "approval_decided"
+    tool_call_id: str = ""
+    approved: bool = False
+
+
+@dataclass(frozen=True)
+class CellOutput(Event):
+    """One nbformat v4 output node produced while a cell runs (live display)."""
+
+    type: ClassVar[str] = "cell_output"
+    tool_call_id: str = ""
+    output: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ToolCallFinished(Event):
+    """A tool call ended. ``result`` is what the model was shown (bounded).
+
+    For ``run_cell``/``run_command`` ``outputs`` holds the real nbformat outputs (bounded by
+    the sandbox's ``output_bytes``), ``code`` the source that ran.
+    """
+
+    type: ClassVar[str] = "tool_call_finished"
+    step: int = 0
+    tool_call_id: str = ""
+    name: str = ""
+    status: str = "ok"  # ok | error | timeout | died | refused | denied
+    result: str = ""
+    code: str | None = None
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    execution_count: int | None = None
+    duration_s: float = 0.0
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class UsageUpdated(Event):
+    """Token usage of one model request and the running totals of the session."""
+
+    type: ClassVar[str] = "usage"
+    step: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = False
+    total_prompt_tokens: int = 0
+    total_completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class RunFinished(Event):
+    """A run ended: ``status`` is one of RUN_STATUSES, ``reason`` a sentence for people."""
+
+    type: ClassVar[str] = "run_finished"
+    status: str = ANSWERED
+    reason: str = ""
+    answer: str | None = None
+    steps: int = 0
+    duration_s: float = 0.0
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CellDecision(Event):
+    """The user accepted or rejected a cell (identified by its tool call id)."""
+
+    type: ClassVar[str] = "cell_decision"
+    cell_id: str = ""
+    accepted: bool = False
