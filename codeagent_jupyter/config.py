@@ -89,6 +89,8 @@ class AgentConfig:
     """Characters of one tool result shown to the model (head + tail kept)."""
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     """System message; kept byte-identical across steps so prompt caching hits."""
+    approval: dict[str, str] = field(default_factory=dict)
+    """Tool name -> "auto" or "ask"; tools under "ask" wait for the user's approval."""
     extra_context: dict[str, Any] = field(default_factory=dict)
     """Free-form context recorded with the session (e.g. the notebook path)."""
 

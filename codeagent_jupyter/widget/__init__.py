@@ -1,0 +1,57 @@
+"""The notebook side: ``%agent`` magic and the ipywidgets panel, clients of the server API.
+
+    %load_ext codeagent_jupyter.widget     (or %load_ext codeagent_jupyter)
+    %agent plot monthly revenue from sales.csv
+
+Nothing here runs the agent: the Jupyter server does, with the API key it holds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .client import AgentClient, ClientError, ServerInfo, ServerNotFound, find_server
+from .panel import AgentPanel
+from .state import PanelState, fold, reduce
+
+__all__ = [
+    "AgentClient",
+    "AgentPanel",
+    "ClientError",
+    "PanelState",
+    "ServerInfo",
+    "ServerNotFound",
+    "find_server",
+    "fold",
+    "load_ipython_extension",
+    "panel",
+    "reduce",
+    "unload_ipython_extension",
+]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register ``%agent`` / ``%%agent`` (``%load_ext``)."""
+    from .magic import AgentMagics
+
+    if "AgentMagics" not in ipython.magics_manager.registry:
+        ipython.register_magics(AgentMagics(ipython))
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """Close this kernel's panels and remove the magics (``%unload_ext``)."""
+    magics = ipython.magics_manager.registry.pop("AgentMagics", None)
+    if magics is None:
+        return
+    for panel in magics.panels:
+        panel.close()
+    for kind in ("line", "cell"):
+        ipython.magics_manager.magics[kind].pop("agent", None)
+
+
+def panel() -> AgentPanel | None:
+    """Display an empty panel with a prompt box (None, after a one-line message, without a
+    reachable server)."""
+    from .magic import new_panel
+
+    return new_panel()

@@ -1,0 +1,248 @@
+"""The ``codeagent`` command: run a request in a sandbox, or replay a recorded session.
+
+Exit codes: 0 the model answered (or a replay matched), 1 the run stopped on a budget, a
+model error or a mismatch (the session notebook is written all the same), 2 bad usage or
+input. Every error is one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from . import events as ev
+from .config import AgentConfig, SandboxLimits
+from .context import build_context
+from .errors import CodeAgentError, ConfigError
+from .loop import AgentLoop
+from .printer import ProgressPrinter
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="codeagent",
+        description="A coding agent that runs its Python in a sandboxed Jupyter kernel.",
+    )
+    parser.add_argument("--version", action="version", version=f"codeagent {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a request and save the session as a notebook")
+    run.add_argument("prompt", help="what you want done, in plain words")
+    run.add_argument("--model", help="model name (default: $CODEAGENT_MODEL)")
+    run.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
+    run.add_argument("--workdir", type=Path, default=Path.cwd(), help="workspace (default: .)")
+    run.add_argument("--out", type=Path, help="session notebook to write")
+    run.add_argument("--notebook", type=Path, help="your notebook, given to the model as context")
+    run.add_argument("--stream", action="store_true", help="stream the model's reply")
+    run.add_argument("--max-steps", type=_positive_int, default=AgentConfig.max_steps)
+    run.add_argument("--cell-timeout", type=_positive_float, default=SandboxLimits.cell_timeout)
+    run.add_argument("--memory-mb", type=_positive_int, default=SandboxLimits.memory_mb)
+    run.add_argument("--network", choices=("none", "host"), default="none")
+
+    replay = sub.add_parser("replay", help="re-execute or re-drive a recorded session")
+    replay.add_argument("session", type=Path, help="a session notebook (.ipynb)")
+    replay.add_argument("--workdir", type=Path, default=Path.cwd(), help="workspace (default: .)")
+    replay.add_argument(
+        "--model",
+        choices=("recorded",),
+        help="'recorded': re-drive the agent loop from the recorded model turns, offline",
+    )
+    replay.add_argument("--out", type=Path, help="where to write the replayed session")
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive whole number")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive number")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return asyncio.run(_run(args))
+        if args.model == "recorded":
+            return asyncio.run(_replay_recorded(args))
+        return asyncio.run(_reexecute(args))
+    except ConfigError as exc:
+        print(f"codeagent: error: {exc}", file=sys.stderr)
+        return 2
+    except CodeAgentError as exc:
+        print(f"codeagent: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("codeagent: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug of ours: still one line, and say where to look
+        print(f"codeagent: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _workdir(path: Path) -> Path:
+    if not path.is_dir():
+        raise ConfigError(f"workspace {str(path)!r} is not a directory")
+    return path.resolve()
+
+
+def _writable(path: Path) -> Path:
+    """Fail before the run, not after it, when the session notebook can't be written."""
+    path = path.resolve()
+    if path.suffix != ".ipynb":
+        raise ConfigError(f"--out {str(path)!r} must end in .ipynb")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".codeagent-check-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+    if path.is_dir():
+        raise ConfigError(f"--out {str(path)!r} is a directory")
+    return path
+
+
+def _read_notebook(path: Path) -> Any:
+    import nbformat  # slow to import (schema validators): only when a notebook is read
+
+    try:
+        return nbformat.read(path, as_version=4)
+    except FileNotFoundError:
+        raise ConfigError(f"notebook {str(path)!r} not found") from None
+    except Exception as exc:
+        raise ConfigError(f"{str(path)!r} is not a readable notebook: {exc}") from None
+
+
+async def _drive(loop: AgentLoop, prompts: list[str], out: Path) -> ev.RunFinished:
+    """Run the prompts in order; Ctrl-C or SIGTERM stops the run cleanly (still recorded)."""
+    aio = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        aio.add_signal_handler(sig, loop.cancel, f"stopped by {sig.name}")
+    try:
+        finished = None
+        for prompt in prompts:
+            finished = await loop.run(prompt)
+            if finished.status != ev.ANSWERED:
+                break
+        assert finished is not None
+        return finished
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            aio.remove_signal_handler(sig)
+
+
+def _report(finished: ev.RunFinished, out: Path) -> int:
+    if finished.answer:
+        print(finished.answer)
+    print(f"Session: {out}")
+    if finished.status != ev.ANSWERED:
+        print(f"codeagent: stopped: {finished.reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from .models.openai_chat import OpenAIChatModel, resolve_settings
+    from .recorder import NotebookRecorder
+    from .sandbox import Sandbox
+    from .tools import ToolBox
+
+    model_name, base_url, api_key = resolve_settings(args.model, args.base_url)
+    workdir = _workdir(args.workdir)
+    session_id = uuid.uuid4().hex[:12]
+    out = _writable(args.out or workdir / ".codeagent" / "sessions" / f"{session_id}.ipynb")
+    notebook = _read_notebook(args.notebook) if args.notebook else None
+    limits = SandboxLimits(
+        cell_timeout=args.cell_timeout, memory_mb=args.memory_mb, network=args.network == "host"
+    )
+    config = AgentConfig(max_steps=args.max_steps)
+    model = OpenAIChatModel(model_name, base_url, api_key, stream=args.stream)
+    context = build_context(workdir, notebook)
+    async with Sandbox(workdir=workdir, limits=limits) as sandbox:
+        recorder = NotebookRecorder(out, session_id=session_id)
+        sinks = [recorder, ProgressPrinter()]
+        loop = AgentLoop(model, sandbox, ToolBox(sandbox, workdir), sinks, config, context=context)
+        try:
+            finished = await _drive(loop, [args.prompt], out)
+        finally:
+            await model.aclose()
+    return _report(finished, out)
+
+
+async def _replay_recorded(args: argparse.Namespace) -> int:
+    from .models.replay import ReplayModel
+    from .recorder import NotebookRecorder, load_session
+    from .sandbox import Sandbox
+    from .tools import ToolBox
+
+    session = _load_session(load_session, args.session)
+    if not session.turns:
+        raise ConfigError(f"{str(args.session)!r} has no recorded model turns to replay")
+    workdir = _workdir(args.workdir)
+    default_out = workdir / ".codeagent" / "replays" / args.session.name
+    out = _writable(args.out or default_out)
+    if out == args.session.resolve():
+        raise ConfigError("--out must not overwrite the session being replayed")
+    if out.exists():
+        out.unlink()
+    model = ReplayModel(_flat_turns(session.turns))
+    async with Sandbox(workdir=workdir, limits=SandboxLimits()) as sandbox:
+        recorder = NotebookRecorder(out)
+        sinks = [recorder, ProgressPrinter()]
+        loop = AgentLoop(model, sandbox, ToolBox(sandbox, workdir), sinks, AgentConfig())
+        finished = await _drive(loop, list(session.prompts), out)
+    return _report(finished, out)
+
+
+async def _reexecute(args: argparse.Namespace) -> int:
+    from .reexecute import reexecute
+    from .sandbox import Sandbox
+
+    notebook = _read_notebook(args.session)
+    workdir = _workdir(args.workdir)
+    async with Sandbox(workdir=workdir, limits=SandboxLimits()) as sandbox:
+        checks = await reexecute(notebook, sandbox)
+    for check in checks:
+        verdict = "match" if check.matched else f"MISMATCH: {check.detail}"
+        print(f"cell {check.index} (step {check.step}): {verdict}")
+    bad = sum(not c.matched for c in checks)
+    print(f"{len(checks) - bad} of {len(checks)} cells match")
+    return 1 if bad else 0
+
+
+def _load_session(loader: Any, path: Path) -> Any:
+    if not path.is_file():
+        raise ConfigError(f"session {str(path)!r} not found")
+    try:
+        return loader(path)
+    except CodeAgentError:
+        raise
+    except Exception as exc:
+        raise ConfigError(f"{str(path)!r} is not a session notebook: {exc}") from None
+
+
+def _flat_turns(turns: list[Any]) -> list[dict[str, Any]]:
+    """The recorder may group turns per run; the replay model wants one flat sequence."""
+    flat: list[dict[str, Any]] = []
+    for turn in turns:
+        flat.extend(turn if isinstance(turn, list) else [turn])
+    return flat
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

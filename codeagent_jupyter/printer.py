@@ -1,0 +1,108 @@
+"""A terminal view of a run: the plan, each cell and how it went, retries and the stop.
+
+It is just another event sink, so the CLI shows exactly what the notebook records.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+from . import events as ev
+from .textbounds import head_tail, strip_ansi
+
+_MARK = {"done": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+
+
+class ProgressPrinter:
+    """Writes a compact, human-readable trace of the events to a stream (stderr by default)."""
+
+    def __init__(self, stream: TextIO | None = None, *, code_lines: int = 12) -> None:
+        self.stream = stream or sys.stderr
+        self.code_lines = code_lines
+        self._streaming = False
+
+    def emit(self, event: ev.Event) -> None:
+        handler = getattr(self, f"_on_{event.type}", None)
+        if handler is not None:
+            handler(event)
+
+    def _write(self, text: str) -> None:
+        if self._streaming:
+            self.stream.write("\n")
+            self._streaming = False
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def _on_run_started(self, e: ev.RunStarted) -> None:
+        kind = "Follow-up" if e.run_index else "Request"
+        self._write(f"== {kind}: {e.prompt}")
+        if e.run_index == 0 and e.model:
+            self._write(f"   model {e.model}" + (f" at {e.base_url}" if e.base_url else ""))
+
+    def _on_plan_updated(self, e: ev.PlanUpdated) -> None:
+        lines = [f"   {_MARK.get(s.get('status', ''), '[?]')} {s.get('step', '')}" for s in e.steps]
+        self._write("-- Plan\n" + "\n".join(lines))
+
+    def _on_text_delta(self, e: ev.TextDelta) -> None:
+        self.stream.write(e.text)
+        self.stream.flush()
+        self._streaming = True
+
+    def _on_assistant_message(self, e: ev.AssistantMessage) -> None:
+        if self._streaming:
+            self._write("")
+            return
+        content = (e.message.get("content") or "").strip()
+        if content and e.message.get("tool_calls"):
+            self._write(f"   {head_tail(content, 400)}")
+
+    def _on_model_retry(self, e: ev.ModelRetry) -> None:
+        self._write(f"   model request failed ({e.reason}); retry {e.attempt} in {e.wait_s:.1f} s")
+
+    def _on_approval_requested(self, e: ev.ApprovalRequested) -> None:
+        self._write(f"   waiting for approval of {e.name}")
+
+    def _on_tool_call_finished(self, e: ev.ToolCallFinished) -> None:
+        header = f"-- step {e.step}: {e.name}"
+        body: list[str] = []
+        if e.code is not None:
+            lines = e.code.splitlines() or [""]
+            shown = lines[: self.code_lines]
+            if len(lines) > len(shown):
+                shown.append(f"... ({len(lines) - len(shown)} more lines)")
+            body.extend(f"   | {line}" for line in shown)
+        status = "ok" if e.status == "ok" else e.status.upper()
+        body.append(f"   => {status} ({e.duration_s:.2f} s)" + (f" {e.note}" if e.note else ""))
+        if e.name in ("run_cell", "run_command") or e.status != "ok":
+            detail = _summary(e)
+            if detail:
+                body.extend(f"      {line}" for line in detail.splitlines())
+        self._write("\n".join([header, *body]))
+
+    def _on_run_finished(self, e: ev.RunFinished) -> None:
+        usage = e.usage or {}
+        tokens = usage.get("total_tokens", 0)
+        self._write(
+            f"== {e.status}: {e.reason} ({e.steps} steps, {e.duration_s:.1f} s, {tokens} tokens)"
+        )
+
+
+def _summary(e: ev.ToolCallFinished) -> str:
+    """A few lines of what a tool produced: the error line, the end of the text, images."""
+    images = sum(1 for o in e.outputs if "image/png" in o.get("data", {}))
+    errors = [o for o in e.outputs if o.get("output_type") == "error"]
+    parts = []
+    if errors:
+        parts.append(f"{errors[-1].get('ename')}: {strip_ansi(str(errors[-1].get('evalue')))}")
+    elif e.result and e.result != "(no output)":
+        lines = strip_ansi(e.result).strip().splitlines()
+        parts.extend(lines[:3] + (["...", *lines[-2:]] if len(lines) > 5 else lines[3:]))
+    if images:
+        parts.append(f"[{images} image{'s' if images > 1 else ''}]")
+    return "\n".join(_clip(p) for p in parts)
+
+
+def _clip(line: Any, width: int = 160) -> str:
+    text = str(line)
+    return text if len(text) <= width else text[: width - 3] + "..."

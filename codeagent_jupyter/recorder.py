@@ -1,0 +1,484 @@
+"""Session notebooks: an agent run recorded as a valid, re-executable nbformat v4.5 notebook.
+
+``NotebookRecorder`` is an event sink. It turns events into cells as they arrive and rewrites
+the file atomically (temp file in the same directory, then ``os.replace``) after every event
+that completes something, so a killed process leaves the last complete step on disk.
+
+Layout (what a notebook viewer shows):
+
+- the request as a markdown cell (``**Request:** …``), one per run (follow-ups append);
+- the plan as a markdown checklist each time it changes; the model's text as markdown;
+- ``run_cell`` as a code cell with its real outputs and execution count;
+- ``run_command`` as a code cell ``!command`` (``%%bash`` when the command spans lines or
+  uses ``$``/braces, which ``!`` would expand) and ``write_file`` as a ``%%writefile path``
+  code cell, so re-running the notebook in IPython recreates the files and shell effects the
+  later cells depend on (``%%writefile`` ends the file with a newline if it had none);
+- read/list/search calls, refused or denied calls as a one-line markdown note;
+- a markdown note when a run stops without an answer.
+
+Every cell carries ``metadata.codeagent`` (kind, run, step, tool_call_id, tool, status,
+duration_s, note, accepted). The notebook's ``metadata.codeagent`` holds the session: format
+version, model, base URL, limits and their enforcement, usage, timings, per-run status, the
+assistant turns (``transcript``, enough to replay without a model) and a compact event log
+from which ``events_from_notebook`` rebuilds the events (outputs and code are not stored twice:
+log entries point at their cell). Strings that look like credentials are scrubbed.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shlex
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from . import events as ev
+from .errors import ConfigError
+
+OUTPUT_CAP = 2_000_000
+"""Characters of outputs kept per cell: a safety net behind the sandbox's own bound."""
+REDACTED = "[redacted]"
+_SECRET_KEY = re.compile(r"key|token|secret|passw|authoriz|credential|cookie", re.I)
+_SECRET_VALUE = [  # (cheap substring that must be present, pattern, replacement)
+    ("sk-", re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), REDACTED),
+    ("_", re.compile(r"\b(?:ghp|gho|ghs|hf)_[A-Za-z0-9_]{16,}"), REDACTED),
+    ("xox", re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"), REDACTED),
+    ("AKIA", re.compile(r"\bAKIA[0-9A-Z]{16}\b"), REDACTED),
+    ("earer", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=\-]{8,}"), "Bearer " + REDACTED),
+    ("@", re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@"), REDACTED + "@"),
+    (
+        "=",
+        re.compile(r"(?i)([?&](?:api[_-]?key|key|token|access_token|secret)=)[^&\s#]+"),
+        r"\1***",
+    ),
+]
+_NO_SAVE = {"tool_call_started", "usage", "model_retry"}
+_NOT_LOGGED = {"text_delta", "cell_output"}
+_CODE_CELL_TOOLS = {"run_cell", "run_command", "write_file"}
+_NOT_RUN = {"refused", "denied"}
+
+
+def scrub(value: Any, key: str = "") -> Any:
+    """Return ``value`` with credential-looking strings replaced (keys named like secrets too)."""
+    if key.startswith("image/"):
+        return value  # base64 pixels, never a credential
+    if isinstance(value, str):
+        if value and _SECRET_KEY.search(key):
+            return REDACTED
+        for marker, pattern, repl in _SECRET_VALUE:
+            if marker in value:
+                value = pattern.sub(repl, value)
+        return value
+    if isinstance(value, dict):
+        return {k: scrub(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v, key) for v in value]
+    return value
+
+
+def _source_for(name: str, code: str | None, args: dict[str, Any]) -> str | None:
+    if name == "run_cell":
+        return code if code is not None else args.get("code")
+    if name == "run_command":
+        command = code if code is not None else args.get("command")
+        if not isinstance(command, str):
+            return None
+        # IPython expands $name and {expr} in ``!`` lines; %%bash passes text through as is.
+        plain = not any(c in command for c in "\n${}")
+        return f"!{command.strip()}" if plain else f"%%bash\n{command}"
+    path, content = args.get("path"), args.get("content")
+    if isinstance(path, str) and isinstance(content, str) and "\n" not in path:
+        return f"%%writefile {shlex.quote(path)}\n{content}"
+    return None
+
+
+def _clean_outputs(outputs: list[dict[str, Any]], cap: int = OUTPUT_CAP) -> list[Any]:
+    """Valid nbformat outputs only, within ``cap`` characters; what is cut is said in a note."""
+    kept: list[Any] = []
+    used = 0
+    dropped = 0
+    for raw in outputs:
+        node = nbformat.from_dict(copy.deepcopy(raw))
+        try:
+            nbformat.validate(node, ref=node.get("output_type"), version=4)
+        except Exception:
+            dropped += 1
+            continue
+        size = len(json.dumps(raw, default=str))
+        if used + size > cap:
+            if node.output_type == "stream" and cap - used > 1000:
+                text = "".join(node.text) if isinstance(node.text, list) else node.text
+                node.text = text[: cap - used - 200] + "\n[... cut in the recording ...]\n"
+                kept.append(node)
+                used = cap
+            else:
+                dropped += 1
+            continue
+        kept.append(node)
+        used += size
+    if dropped:
+        note = f"[{dropped} output(s) not kept in the recording (invalid or over the size cap)]\n"
+        kept.append(nbformat.v4.new_output("stream", name="stderr", text=note))
+    return kept
+
+
+class NotebookRecorder:
+    """Event sink that keeps ``path`` an up-to-date session notebook."""
+
+    def __init__(self, path: Path, *, session_id: str | None = None) -> None:
+        self.path = Path(path)
+        self._args: dict[str, Any] = {}
+        self._cell_json: dict[str, str] = {}
+        self._memo: dict[int, str] = {}  # JSON of event log entries, which are append-only
+        self._memo_done = 0
+        if self.path.exists():
+            self.notebook = _read_session(self.path)
+            self._meta: dict[str, Any] = self.notebook.metadata["codeagent"]
+        else:
+            self.notebook = new_notebook()
+            self.notebook.metadata["kernelspec"] = {
+                "name": "python3",
+                "display_name": "Python 3",
+                "language": "python",
+            }
+            self.notebook.metadata["language_info"] = {"name": "python"}
+            self._meta = {
+                "format_version": ev.FORMAT_VERSION,
+                "session_id": session_id or uuid.uuid4().hex,
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0},
+                "runs": [],
+                "transcript": [],
+                "events": [],
+            }
+            self.notebook.metadata["codeagent"] = self._meta
+            self._meta = self.notebook.metadata["codeagent"]  # the node copies what it is given
+        self.session_id: str = self._meta["session_id"]
+        nbformat.validate(self.notebook)
+        if self.path.parent.is_dir():  # temp files of a writer that was killed mid-save
+            for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
+                stale.unlink(missing_ok=True)
+
+    # -- the sink ---------------------------------------------------------------------------
+
+    def emit(self, event: ev.Event) -> None:
+        """Record ``event``; the file is rewritten unless the event is only live display."""
+        if event.type in _NOT_LOGGED:
+            return  # live display only: the finished tool call carries the outputs
+        handler = getattr(self, f"_on_{event.type}", None)
+        entry = scrub(event.to_dict())  # a scrubbed copy; handlers see the scrubbed data too
+        event = ev.Event.from_dict(entry)
+        cell = handler(event) if handler else None
+        self._log(entry, cell)
+        if event.type not in _NO_SAVE:
+            self.save()
+
+    def record_decision(self, cell_id: str, accepted: bool) -> None:
+        """Mark a cell (by cell id or tool_call_id) accepted or rejected, log it and save."""
+        cell = self._find(cell_id)
+        if cell is None:
+            raise ValueError(f"no cell with id or tool_call_id {cell_id!r} in this session")
+        seq = max((e.get("seq", 0) for e in self._meta["events"]), default=-1) + 1
+        self.emit(ev.CellDecision(seq=seq, cell_id=cell_id, accepted=accepted))
+
+    def save(self) -> None:
+        """Write the notebook atomically: temp file in the same directory, then rename.
+
+        Cells are validated when added and serialised once (cached by id), so a save costs
+        about the size of the session metadata, not of all outputs so far. No fsync: the
+        rename is atomic for a killed process, which is the failure this guards against.
+        """
+        cells = []
+        for cell in self.notebook.cells:
+            text = self._cell_json.get(cell.id)
+            if text is None:
+                text = json.dumps(cell, sort_keys=True, ensure_ascii=False)
+                self._cell_json[cell.id] = text
+            cells.append(text)
+        events = self._meta["events"]
+        for entry in events[self._memo_done :]:
+            self._memo[id(entry)] = json.dumps(entry, sort_keys=True, ensure_ascii=False)
+        self._memo_done = len(events)
+        meta = _pretty(self.notebook.metadata, 1, 3, self._memo)
+        text = (
+            '{\n "cells": [\n  ' + ",\n  ".join(cells) + "\n ],\n"
+            f' "metadata": {meta},\n "nbformat": 4,\n "nbformat_minor": 5\n}}\n'
+        )
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(
+            dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
+        )
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    # -- event handlers (return the cell they created, if any) ------------------------------
+
+    def _on_run_started(self, e: ev.RunStarted) -> Any:
+        for key in ("model", "base_url", "workdir", "limits", "enforcement", "config"):
+            self._meta[key] = copy.deepcopy(getattr(e, key))
+        self._meta.setdefault("timings", {"started": e.time})
+        self._meta["status"], self._meta["reason"] = "running", ""
+        run = {"run_index": e.run_index, "prompt": e.prompt, "started": e.time, "status": "running"}
+        self._meta["runs"].append(run)
+        self._meta["transcript"].append([])
+        return self._add(new_markdown_cell(f"**Request:** {e.prompt}"), kind="prompt")
+
+    def _on_plan_updated(self, e: ev.PlanUpdated) -> Any:
+        lines = ["**Plan**", ""]
+        for item in e.steps:
+            status, step = item.get("status"), item.get("step", "")
+            mark = "x" if status == "done" else " "
+            lines.append(
+                f"- [{mark}] "
+                + (f"**{step}** *(in progress)*" if status == "in_progress" else step)
+            )
+        return self._add(new_markdown_cell("\n".join(lines)), kind="plan")
+
+    def _on_assistant_message(self, e: ev.AssistantMessage) -> Any:
+        self._turns().append(copy.deepcopy(e.message))
+        text = e.message.get("content") or ""
+        if isinstance(text, list):  # content parts
+            text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
+        if not text.strip():
+            return None
+        kind = "message" if e.message.get("tool_calls") else "answer"
+        return self._add(new_markdown_cell(text), kind=kind, step=e.step)
+
+    def _on_tool_call_started(self, e: ev.ToolCallStarted) -> None:
+        self._args[e.tool_call_id] = e.arguments
+
+    def _on_tool_call_finished(self, e: ev.ToolCallFinished) -> Any:
+        args = self._args.pop(e.tool_call_id, None)
+        args = args if isinstance(args, dict) else {}
+        meta = {"tool_call_id": e.tool_call_id, "tool": e.name, "status": e.status}
+        meta |= {"duration_s": round(e.duration_s, 3), "note": e.note}
+        source = None
+        ran = e.status == "ok" or (e.name != "write_file" and e.status not in _NOT_RUN)
+        if e.name in _CODE_CELL_TOOLS and ran:
+            source = _source_for(e.name, e.code, args)
+        if e.name == "update_plan" and e.status == "ok":
+            return None  # the plan_updated cell shows it
+        if source is None:
+            shown = ", ".join(f"{k}=`{_short(v)}`" for k, v in args.items())
+            text = f"*{e.name}*({shown}) → {e.status}"
+            if e.status != "ok":
+                text += ": " + _short(e.result, 300)
+            return self._add(new_markdown_cell(text), kind="tool", step=e.step, **meta)
+        cell = new_code_cell(source, execution_count=e.execution_count)
+        cell.outputs = _clean_outputs(e.outputs)
+        return self._add(cell, kind="tool", step=e.step, **meta)
+
+    def _on_usage(self, e: ev.UsageUpdated) -> None:
+        usage = self._meta["usage"]
+        usage["prompt_tokens"] += e.prompt_tokens
+        usage["completion_tokens"] += e.completion_tokens
+        usage["requests"] = usage.get("requests", 0) + 1
+        if e.estimated:
+            usage["estimated"] = True
+
+    def _on_run_finished(self, e: ev.RunFinished) -> Any:
+        run = self._meta["runs"][-1] if self._meta["runs"] else {}
+        run |= {"status": e.status, "reason": e.reason, "finished": e.time}
+        run |= {"duration_s": round(e.duration_s, 3), "steps": e.steps, "usage": dict(e.usage)}
+        self._meta["status"], self._meta["reason"] = e.status, e.reason
+        timings = self._meta.setdefault("timings", {"started": e.time})
+        timings["finished"] = e.time
+        timings["duration_s"] = round(sum(r.get("duration_s", 0.0) for r in self._meta["runs"]), 3)
+        last = self.notebook.cells[-1] if self.notebook.cells else None
+        answered = last is not None and last.metadata["codeagent"].get("kind") == "answer"
+        if e.status == ev.ANSWERED and (answered or not e.answer):
+            return None
+        text = e.answer if e.status == ev.ANSWERED else f"**Stopped ({e.status}):** {e.reason}"
+        return self._add(
+            new_markdown_cell(text), kind="answer" if e.status == ev.ANSWERED else "stop"
+        )
+
+    def _on_cell_decision(self, e: ev.CellDecision) -> None:
+        cell = self._find(e.cell_id)
+        if cell is not None:
+            cell.metadata["codeagent"]["accepted"] = e.accepted
+            self._cell_json.pop(cell.id, None)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _turns(self) -> list[Any]:
+        if not self._meta["transcript"]:
+            self._meta["transcript"].append([])
+        return self._meta["transcript"][-1]
+
+    def _add(self, cell: Any, **meta: Any) -> Any:
+        run = max(len(self._meta["runs"]) - 1, 0)
+        cell.metadata["codeagent"] = {"run": run, **meta}
+        nbformat.validate(cell, ref=f"{cell.cell_type}_cell", version=4)
+        self.notebook.cells.append(cell)
+        return cell
+
+    def _find(self, ident: str) -> Any:
+        for cell in self.notebook.cells:
+            if cell.id == ident or cell.metadata.get("codeagent", {}).get("tool_call_id") == ident:
+                return cell
+        return None
+
+    def _log(self, entry: dict[str, Any], cell: Any) -> None:
+        """Append the event in compact form: fields already stored elsewhere become references."""
+        if cell is not None:
+            entry["cell"] = cell.id
+        if entry["type"] == "assistant_message":
+            entry.pop("message")
+            entry["turn"] = [len(self._meta["transcript"]) - 1, len(self._turns()) - 1]
+        elif (
+            entry["type"] == "tool_call_finished" and cell is not None and cell.cell_type == "code"
+        ):
+            entry.pop("outputs")
+            if entry.get("code") == cell.source:
+                entry.pop("code")
+                entry["code_ref"] = True
+        elif entry["type"] == "tool_call_started" and entry["arguments"] == _call_args(
+            self._turns(), entry["tool_call_id"]
+        ):
+            entry.pop("arguments")
+            entry["arguments_ref"] = True
+        self._meta["events"].append(entry)
+
+
+def _pretty(value: Any, level: int, depth: int, memo: dict[int, str]) -> str:
+    """JSON indented ``depth`` levels deep and compact below (the C encoder; fast, diffable).
+
+    ``memo`` maps ``id()`` of objects that never change once written (event log entries) to
+    their JSON, so each save serialises only what is new.
+    """
+    if depth == 0 or not isinstance(value, (dict, list)) or not value:
+        if id(value) in memo:
+            return memo[id(value)]
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    pad = "\n" + " " * (level + 1)
+    if isinstance(value, dict):
+        items = [
+            f"{json.dumps(k)}: {_pretty(value[k], level + 1, depth - 1, memo)}"
+            for k in sorted(value)
+        ]
+        return "{" + pad + ("," + pad).join(items) + "\n" + " " * level + "}"
+    items = [_pretty(v, level + 1, depth - 1, memo) for v in value]
+    return "[" + pad + ("," + pad).join(items) + "\n" + " " * level + "]"
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """One line of at most ``limit`` characters, for notes about tool calls."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _call_args(turns: list[dict[str, Any]], call_id: str) -> Any:
+    for message in reversed(turns):
+        for call in message.get("tool_calls") or []:
+            if call.get("id") == call_id:
+                try:
+                    return json.loads(call.get("function", {}).get("arguments", ""))
+                except (TypeError, ValueError):
+                    return None
+    return None
+
+
+def _read_session(path: Path) -> Any:
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as e:
+        raise ConfigError(f"{path} is not a readable notebook: {e}".splitlines()[0]) from None
+    meta = nb.metadata.get("codeagent")
+    if not isinstance(meta, dict) or "format_version" not in meta:
+        raise ConfigError(f"{path} exists and is not a codeagent session notebook")
+    if meta["format_version"] > ev.FORMAT_VERSION:
+        raise ConfigError(
+            f"{path} was written by a newer codeagent (format {meta['format_version']})"
+        )
+    for key, default in (("runs", []), ("transcript", []), ("events", []), ("usage", {})):
+        meta.setdefault(key, default)
+    return nb
+
+
+@dataclass
+class SessionRecord:
+    """A recorded session as the CLI, the replayer and the server need it."""
+
+    notebook: Any
+    session_id: str
+    prompts: list[str]
+    turns: list[list[dict[str, Any]]]
+    """Assistant messages, one list per run, in order."""
+    events: list[ev.Event]
+    status: str | None
+    reason: str
+    usage: dict[str, Any]
+    model: str
+    base_url: str
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    limits: dict[str, Any] = field(default_factory=dict)
+    enforcement: dict[str, Any] = field(default_factory=dict)
+
+
+def load_session(path: Path) -> SessionRecord:
+    """Read a session notebook; raises ConfigError when ``path`` is not one."""
+    nb = _read_session(Path(path))
+    meta = nb.metadata["codeagent"]
+    return SessionRecord(
+        notebook=nb,
+        session_id=meta.get("session_id", ""),
+        prompts=[r.get("prompt", "") for r in meta["runs"]],
+        turns=_plain(meta["transcript"]),
+        events=events_from_notebook(nb),
+        status=meta.get("status"),
+        reason=meta.get("reason", ""),
+        usage=_plain(meta["usage"]),
+        model=meta.get("model", ""),
+        base_url=meta.get("base_url", ""),
+        runs=_plain(meta["runs"]),
+        limits=_plain(meta.get("limits", {})),
+        enforcement=_plain(meta.get("enforcement", {})),
+    )
+
+
+def _plain(value: Any) -> Any:
+    """NotebookNode -> plain dicts/lists (events and callers expect ordinary JSON data)."""
+    return json.loads(json.dumps(value))
+
+
+def events_from_notebook(nb: Any) -> list[ev.Event]:
+    """Rebuild a session's events (no text deltas or live outputs) from its notebook."""
+    meta = nb.metadata.get("codeagent", {})
+    transcript = _plain(meta.get("transcript", []))
+    cells = {c.id: c for c in nb.cells}
+    out: list[ev.Event] = []
+    for raw in _plain(meta.get("events", [])):
+        cell = cells.get(raw.pop("cell", None))
+        if "turn" in raw:
+            run, index = raw.pop("turn")
+            raw["message"] = transcript[run][index]
+        if raw.pop("arguments_ref", False):
+            turns = [m for run in transcript for m in run]
+            raw["arguments"] = _call_args(turns, raw.get("tool_call_id", ""))
+        if (
+            raw.get("type") == "tool_call_finished"
+            and cell is not None
+            and cell.cell_type == "code"
+        ):
+            raw["outputs"] = _plain(cell.outputs)
+            if raw.pop("code_ref", False):
+                raw["code"] = cell.source
+        try:
+            out.append(ev.Event.from_dict(raw))
+        except (ValueError, TypeError):
+            continue  # an event type from a newer writer
+    return out

@@ -1,0 +1,350 @@
+"""``Sandbox``: one limited ipykernel, driven through jupyter_client.
+
+What callers can rely on: ``execute`` never raises for the code's own failures; a cell
+that runs past ``cell_timeout`` is interrupted (state kept) and, if it does not stop
+within a grace period, the kernel is restarted (state lost); a kernel that dies is
+noticed within a fraction of a second, restarted, and the result says so. Outputs
+produced before any of that are kept.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from jupyter_client import AsyncKernelManager
+from jupyter_client.kernelspec import NoSuchKernel
+
+from ..config import SandboxLimits
+from ..errors import ConfigError, SandboxError
+from ..protocols import ExecResult, OutputCallback
+from .isolation import ENFORCEMENT_ENV, LIMITS_ENV, WORKDIR_ENV, scrub_env
+from .outputs import TEXT_LIMIT, OutputCollector, render_text
+
+_POLL_S = 0.2
+_SHELL_MOD = "codeagent_jupyter.sandbox.shell"
+_ENFORCED_BY_CLIENT = {
+    "cell_timeout": "interrupt, then restart",
+    "output_bytes": "truncate",
+    "stdin": "disabled",
+}
+
+
+def describe_exit(returncode: int | None, limits: SandboxLimits) -> str:
+    """Why the kernel process ended, in words (bwrap reports a signal as 128 + n)."""
+    if returncode is None:
+        return "kernel died"
+    sig = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
+    if sig == signal.SIGKILL:
+        return "kernel died (SIGKILL, likely out of memory)"
+    if sig == signal.SIGXCPU:
+        return f"kernel died (SIGXCPU: CPU time limit of {limits.cpu_seconds} s reached)"
+    if sig == signal.SIGSEGV:
+        return "kernel died (SIGSEGV, segmentation fault)"
+    if sig > 0:
+        try:
+            return f"kernel died ({signal.Signals(sig).name})"
+        except ValueError:
+            pass
+    return f"kernel exited with code {returncode}"
+
+
+class Sandbox:
+    """A stateful sandbox kernel; see ``codeagent_jupyter.protocols.Sandbox``."""
+
+    def __init__(
+        self,
+        workdir: str | os.PathLike[str] = ".",
+        limits: SandboxLimits | None = None,
+        *,
+        kernel_name: str = "codeagent-sandbox",
+        kernel_manager_class: type = AsyncKernelManager,
+        startup_timeout: float = 60.0,
+        interrupt_grace: float = 3.0,
+        text_limit: int = TEXT_LIMIT,
+    ) -> None:
+        self.workdir = Path(workdir).resolve()
+        if not self.workdir.is_dir():
+            raise ConfigError(f"sandbox workdir is not a directory: {workdir}")
+        self.limits = limits or SandboxLimits()
+        self.kernel_name = kernel_name
+        self.kernel_manager_class = kernel_manager_class
+        self.startup_timeout = startup_timeout
+        self.interrupt_grace = interrupt_grace
+        self.text_limit = text_limit
+        self.enforcement: dict[str, Any] = {}
+        self._km: Any = None
+        self._kc: Any = None
+        self._lock = asyncio.Lock()
+
+    async def __aenter__(self) -> Sandbox:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    async def start(self) -> None:
+        """Launch the kernel and wait until it answers; raises ``SandboxError`` if it cannot."""
+        if self._km is not None:
+            return
+        km = self.kernel_manager_class(kernel_name=self.kernel_name)
+        try:
+            spec = km.kernel_spec
+        except NoSuchKernel as e:
+            raise SandboxError(
+                f"kernel spec {self.kernel_name!r} not found; is codeagent-jupyter installed?"
+            ) from e
+        except Exception:  # e.g. a gateway manager that resolves specs remotely
+            spec = None
+        if spec is not None and hasattr(spec, "interrupt_mode"):
+            # A SIGINT to bubblewrap's process group would kill bubblewrap itself;
+            # ipykernel's interrupt_request signals only the kernel inside.
+            spec.interrupt_mode = "message"
+        env = scrub_env(os.environ)
+        env[LIMITS_ENV] = json.dumps(self.limits.to_dict())
+        env[WORKDIR_ENV] = str(self.workdir)
+        try:
+            await km.start_kernel(env=env, cwd=str(self.workdir), stdout=subprocess.DEVNULL)
+        except Exception as e:
+            raise SandboxError(f"sandbox kernel failed to start: {e}") from e
+        self._km = km
+        try:
+            await self._connect()
+        except BaseException:
+            await self.shutdown()
+            raise
+
+    async def _connect(self) -> None:
+        kc = self._km.client()
+        kc.start_channels()
+        try:
+            await kc.wait_for_ready(timeout=self.startup_timeout)
+        except (RuntimeError, TimeoutError) as e:
+            kc.stop_channels()
+            raise SandboxError(f"sandbox kernel did not become ready: {e}") from e
+        self._kc = kc
+        self.enforcement = await self._read_enforcement()
+
+    async def _read_enforcement(self) -> dict[str, Any]:
+        """Ask the kernel what its launcher applied, before any user code has run."""
+        expr = f"__import__('os').environ.get({ENFORCEMENT_ENV!r}, '')"
+        msg_id = self._kc.execute(
+            "", silent=True, store_history=False, user_expressions={"e": expr}
+        )
+        reply = await self._shell_reply(msg_id, self.startup_timeout)
+        found: dict[str, Any] = {}
+        try:
+            value = reply["content"]["user_expressions"]["e"]["data"]["text/plain"]
+            found = json.loads(ast.literal_eval(value))
+        except (TypeError, KeyError, ValueError, SyntaxError):
+            found = {}
+        if not found:
+            found = dict.fromkeys(("memory", "cpu", "processes", "network", "filesystem"), "none")
+        return {**found, **_ENFORCED_BY_CLIENT}
+
+    @property
+    def kernel_id(self) -> str | None:
+        """The jupyter_client kernel id (stable across restarts), once started."""
+        return self._km.kernel_id if self._km is not None else None
+
+    def is_alive(self) -> bool:
+        """Whether the kernel process is running (True for remote kernels once started)."""
+        if self._km is None:
+            return False
+        process = getattr(getattr(self._km, "provisioner", None), "process", None)
+        return process is None or process.poll() is None
+
+    async def interrupt(self) -> None:
+        """Interrupt the running cell, if any; the kernel and its state survive."""
+        if self._km is not None:
+            await self._km.interrupt_kernel()
+
+    async def shutdown(self) -> None:
+        """Stop the kernel and remove everything it left (sockets, cgroup, temp dirs)."""
+        if self._kc is not None:
+            self._kc.stop_channels()
+            self._kc = None
+        if self._km is not None:
+            km, self._km = self._km, None
+            with contextlib.suppress(Exception):  # already gone: nothing left to stop
+                await km.shutdown_kernel(now=True)
+
+    async def restart(self) -> None:
+        """Start a fresh kernel in place of the current one (all state is lost)."""
+        if self._kc is not None:
+            self._kc.stop_channels()
+            self._kc = None
+        await self._km.restart_kernel(now=True)
+        await self._connect()
+
+    async def execute(
+        self,
+        code: str,
+        *,
+        on_output: OutputCallback | None = None,
+        store_history: bool = True,
+        timeout: float | None = None,
+    ) -> ExecResult:
+        """Run ``code`` in the kernel; see the module docstring for what can happen.
+
+        ``timeout`` overrides ``limits.cell_timeout`` for this one cell.
+        """
+        async with self._lock:
+            result, _ = await self._run(code, on_output, store_history, {}, timeout)
+            return result
+
+    async def _abandon(self) -> None:
+        """The caller gave up on a cell (task cancelled): stop it so the next one can run."""
+        with contextlib.suppress(Exception):
+            await self.interrupt()
+
+    async def run_command(self, command: str) -> ExecResult:
+        """Run a shell command inside the sandbox, under the same limits and timeout."""
+        code = f"__import__({_SHELL_MOD!r}, fromlist=['run']).run({command!r})"
+        expr = f"__import__({_SHELL_MOD!r}, fromlist=['run']).last_exit_code"
+        async with self._lock:
+            result, exprs = await self._run(code, None, False, {"rc": expr})
+        result.execution_count = None
+        rc = exprs.get("rc", {}).get("data", {}).get("text/plain")
+        if result.status == "ok" and rc not in (None, "0"):
+            result.status = "error"
+            result.note = f"exit code {rc}"
+        return result
+
+    async def _run(
+        self,
+        code: str,
+        on_output: OutputCallback | None,
+        store_history: bool,
+        user_expressions: dict[str, str],
+        timeout: float | None = None,
+    ) -> tuple[ExecResult, dict[str, Any]]:
+        if self._km is None:
+            raise SandboxError("sandbox is not started")
+        notes: list[str] = []
+        if not await self._km.is_alive():
+            reason = describe_exit(self._returncode(), self.limits)
+            await self.restart()
+            notes.append(f"{reason} while idle; restarted; state lost")
+        collector = OutputCollector(self.limits.output_bytes, on_output)
+        start = time.monotonic()
+        timeout = self.limits.cell_timeout if timeout is None else timeout
+        msg_id = self._kc.execute(
+            code,
+            store_history=store_history,
+            allow_stdin=False,
+            stop_on_error=False,
+            user_expressions=user_expressions,
+        )
+        try:
+            return await self._collect(msg_id, collector, start, timeout, notes)
+        except asyncio.CancelledError:
+            await self._abandon()
+            raise
+
+    async def _collect(
+        self,
+        msg_id: str,
+        collector: OutputCollector,
+        start: float,
+        timeout: float,
+        notes: list[str],
+    ) -> tuple[ExecResult, dict[str, Any]]:
+        """Read the cell's messages until idle, applying the timeout ladder and death checks."""
+        status, count, interrupted_at, end = "", None, None, 0.0
+        next_check = start + _POLL_S
+        while True:
+            now = time.monotonic()
+            if interrupted_at is None and now - start >= timeout:
+                await self.interrupt()
+                interrupted_at = now
+            elif interrupted_at is not None and now - interrupted_at >= self.interrupt_grace:
+                end = now
+                await self.restart()
+                status = "timeout"
+                notes.append(
+                    f"interrupted after {timeout:g} s (cell_timeout); it did not stop within "
+                    f"{self.interrupt_grace:g} s, so the kernel was restarted; state lost"
+                )
+                break
+            limit_at = start + timeout if interrupted_at is None else interrupted_at
+            limit_at += 0 if interrupted_at is None else self.interrupt_grace
+            wait = max(0.001, min(_POLL_S, limit_at - now))
+            try:
+                msg = await self._kc.get_iopub_msg(timeout=wait)
+            except queue.Empty:
+                msg = None
+            if msg is None or time.monotonic() >= next_check:
+                next_check = time.monotonic() + _POLL_S
+                if not await self._km.is_alive():
+                    reason = describe_exit(self._returncode(), self.limits)
+                    end = time.monotonic()
+                    await self._drain(msg_id, collector)
+                    await self.restart()
+                    status = "died"
+                    notes.append(f"{reason}; restarted; state lost")
+                    break
+            if msg is None or msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind = msg["header"]["msg_type"]
+            if kind == "status" and msg["content"]["execution_state"] == "idle":
+                break
+            if kind == "execute_input":
+                count = msg["content"].get("execution_count")
+            collector.add(msg)
+        exprs: dict[str, Any] = {}
+        if not status:
+            reply = await self._shell_reply(msg_id, self.interrupt_grace + 2)
+            content = reply["content"] if reply else {}
+            count = content.get("execution_count", count)
+            exprs = content.get("user_expressions") or {}
+            if interrupted_at is not None:
+                status = "timeout"
+                notes.append(f"interrupted after {timeout:g} s (cell_timeout); state kept")
+            else:
+                status = "ok" if content.get("status") == "ok" else "error"
+        outputs = collector.finish()
+        result = ExecResult(
+            status=status,
+            outputs=outputs,
+            text=render_text(outputs, self.text_limit),
+            duration_s=(end or time.monotonic()) - start,
+            execution_count=count,
+            note="; ".join(notes),
+        )
+        return result, exprs
+
+    async def _drain(self, msg_id: str, collector: OutputCollector) -> None:
+        """Keep the outputs a dead kernel managed to send before it went."""
+        while True:
+            try:
+                msg = await self._kc.get_iopub_msg(timeout=0.05)
+            except queue.Empty:
+                return
+            if msg["parent_header"].get("msg_id") == msg_id:
+                collector.add(msg)
+
+    def _returncode(self) -> int | None:
+        process = getattr(getattr(self._km, "provisioner", None), "process", None)
+        return process.poll() if process is not None else None
+
+    async def _shell_reply(self, msg_id: str, timeout: float) -> dict[str, Any] | None:
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                msg = await self._kc.get_shell_msg(timeout=left)
+            except queue.Empty:
+                return None
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg
+        return None

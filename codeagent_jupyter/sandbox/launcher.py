@@ -1,0 +1,235 @@
+"""Kernel launcher: apply the limits, isolate, then become an ipykernel.
+
+The kernel spec runs ``python -m codeagent_jupyter.sandbox.launcher -f {connection_file}``.
+It works in two stages so that it does not depend on who started it (our provisioner,
+a plain kernel manager or a gateway):
+
+1. outer stage: read ``SandboxLimits`` from the environment, join a ``pids`` cgroup,
+   probe bubblewrap / ``unshare`` and re-execute itself inside the best one available
+   with a scrubbed environment;
+2. inner stage: set rlimits, private temp and config directories, change to the
+   workspace, record what is enforced in ``CODEAGENT_SANDBOX_ENFORCEMENT`` and start
+   ipykernel in this same process.
+
+Only what was really applied is recorded; anything else is reported as ``"none"``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import importlib.util
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..config import SandboxLimits
+from . import cgroup
+from .isolation import (
+    ENFORCEMENT_ENV,
+    INNER_ENV,
+    LIMITS_ENV,
+    WORKDIR_ENV,
+    bwrap_argv,
+    bwrap_works,
+    scrub_env,
+    unshare_net_prefix,
+    unshare_net_works,
+)
+
+_MIB = 1024 * 1024
+PRIVATE_DIR_PREFIX = "codeagent-sbx-"
+
+
+def _limits() -> SandboxLimits:
+    raw = os.environ.get(LIMITS_ENV)
+    return SandboxLimits.from_dict(json.loads(raw)) if raw else SandboxLimits()
+
+
+def _host_mpl_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "codeagent-jupyter" / "matplotlib"
+
+
+def _warm_mpl_cache(cache: Path, env: dict[str, str]) -> None:
+    """Build matplotlib's font list once, outside any sandbox, for later sandboxes to copy.
+
+    A fresh, read-only sandbox would otherwise rebuild it (seconds) on every first plot.
+    """
+    if any(cache.glob("fontlist-*.json")) or importlib.util.find_spec("matplotlib") is None:
+        return
+    lock = cache / ".building"
+    with contextlib.suppress(OSError):
+        cache.mkdir(parents=True, exist_ok=True)
+        if lock.exists() and time.time() - lock.stat().st_mtime > 120:
+            lock.unlink()
+        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        code = f"import os, matplotlib.font_manager\nos.remove({str(lock)!r})"
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            env={**env, "MPLCONFIGDIR": str(cache)},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+
+def outer(connection_file: Path) -> None:
+    """Choose and enter the isolation; never returns when it re-executes itself."""
+    limits = _limits()
+    info = json.loads(connection_file.read_text())
+    workdir = Path(os.environ.get(WORKDIR_ENV) or os.getcwd()).resolve()
+    env = scrub_env(os.environ)
+    env[WORKDIR_ENV] = str(workdir)
+    env["MALLOC_ARENA_MAX"] = "2"
+    mpl_cache = _host_mpl_cache()
+    _warm_mpl_cache(mpl_cache, env)
+
+    kernel_id = connection_file.stem.removeprefix("kernel-")
+    enforcement: dict[str, str] = {}
+    if cgroup.enter(kernel_id, limits.max_processes):
+        enforcement["processes"] = "cgroup"
+    ipc = info.get("transport") == "ipc"
+    netns_possible = ipc and not limits.network
+    network_none = "allowed" if limits.network else "none"
+
+    prefix: list[str] = []
+    if bwrap_works(network=not netns_possible):
+        writable = [Path(info["ip"]).parent] if ipc else []
+        prefix = bwrap_argv(
+            workdir=workdir,
+            writable=writable,
+            readable=[connection_file],
+            network=not netns_possible,
+            tmp_bytes=max(limits.file_size_mb, 64) * _MIB,
+        )
+        enforcement.update(filesystem="bwrap", pid="bwrap")
+        enforcement["network"] = "bwrap" if netns_possible else network_none
+        env.pop("JPY_PARENT_PID", None)  # meaningless in a PID namespace
+    elif netns_possible and unshare_net_works():
+        prefix = unshare_net_prefix()
+        enforcement["network"] = "unshare"
+    else:
+        enforcement["network"] = network_none
+
+    state = {"enforcement": enforcement, "mpl_cache": str(mpl_cache), "private": bool(prefix)}
+    env[INNER_ENV] = json.dumps(state)
+    if not prefix:
+        os.environ.clear()
+        os.environ.update(env)
+        inner(connection_file)
+        return
+    cmd = [sys.executable, "-m", "codeagent_jupyter.sandbox.launcher", "-f", str(connection_file)]
+    argv = prefix + cmd
+    os.execvpe(argv[0], argv, env)
+
+
+def _user_process_count() -> int:
+    """Processes and threads of our real uid: RLIMIT_NPROC counts them all."""
+    uid, count = os.getuid(), 0
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if entry.stat().st_uid == uid:
+                    count += len(os.listdir(entry / "task"))
+    return count
+
+
+def _apply_rlimits(limits: SandboxLimits, enforcement: dict[str, str]) -> None:
+    def cap(which: int, soft: int, hard: int | None = None) -> bool:
+        _, current_hard = resource.getrlimit(which)
+        hard = soft if hard is None else hard
+        if current_hard != resource.RLIM_INFINITY:
+            soft, hard = min(soft, current_hard), min(hard, current_hard)
+        try:
+            resource.setrlimit(which, (soft, hard))
+        except (ValueError, OSError):
+            return False
+        return True
+
+    if cap(resource.RLIMIT_DATA, limits.memory_mb * _MIB):
+        enforcement["memory"] = "rlimit"
+    if cap(resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 5):
+        enforcement["cpu"] = "rlimit"
+    if cap(resource.RLIMIT_FSIZE, limits.file_size_mb * _MIB):
+        enforcement["file_size"] = "rlimit"
+    if cap(resource.RLIMIT_CORE, 0):
+        enforcement["core_dumps"] = "off"
+    # RLIMIT_NPROC is per user (and ignored for root): leave room for what already runs.
+    if (
+        "processes" not in enforcement
+        and os.geteuid() != 0
+        and cap(resource.RLIMIT_NPROC, _user_process_count() + limits.max_processes)
+    ):
+        enforcement["processes"] = "rlimit (per user)"
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).mallopt(-8, 2)  # M_ARENA_MAX: fewer, smaller malloc arenas
+
+
+def _private_dirs(connection_file: Path, inside_sandbox: bool) -> Path:
+    """Writable scratch for caches and config that a read-only filesystem would refuse."""
+    if inside_sandbox:
+        root = Path(tempfile.gettempdir()) / "codeagent"
+    elif connection_file.parent.name.startswith(PRIVATE_DIR_PREFIX):
+        root = connection_file.parent / "tmp"
+    else:
+        root = Path(tempfile.mkdtemp(prefix=PRIVATE_DIR_PREFIX))
+    for name in ("matplotlib", "ipython", "cache"):
+        (root / name).mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def inner(connection_file: Path) -> None:
+    """Apply per-process limits and run ipykernel in this process."""
+    state: dict[str, Any] = json.loads(os.environ.pop(INNER_ENV, "{}") or "{}")
+    enforcement: dict[str, str] = dict(state.get("enforcement", {}))
+    limits = _limits()
+    workdir = Path(os.environ.get(WORKDIR_ENV) or os.getcwd())
+    scratch = _private_dirs(connection_file, bool(state.get("private")))
+    os.environ.update(
+        MPLCONFIGDIR=str(scratch / "matplotlib"),
+        IPYTHONDIR=str(scratch / "ipython"),
+        XDG_CACHE_HOME=str(scratch / "cache"),
+        MPLBACKEND="module://matplotlib_inline.backend_inline",
+    )
+    for font_list in Path(state.get("mpl_cache", "/nonexistent")).glob("fontlist-*.json"):
+        with contextlib.suppress(OSError):
+            shutil.copy(font_list, scratch / "matplotlib" / font_list.name)
+    _apply_rlimits(limits, enforcement)
+    for key in ("memory", "cpu", "file_size", "processes", "filesystem", "pid"):
+        enforcement.setdefault(key, "none")
+    enforcement["env"] = "allow-list"
+    os.environ[ENFORCEMENT_ENV] = json.dumps(enforcement, sort_keys=True)
+
+    if sys.path and sys.path[0] in ("", os.getcwd()):
+        del sys.path[0]
+    os.chdir(workdir)
+    from ipykernel.kernelapp import IPKernelApp
+
+    IPKernelApp.launch_instance(
+        argv=["-f", str(connection_file), "--HistoryManager.hist_file=:memory:"]
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Start a limited, isolated ipykernel.")
+    parser.add_argument("-f", dest="connection_file", required=True, type=Path)
+    args = parser.parse_args(argv)
+    connection_file = args.connection_file.resolve()
+    if INNER_ENV in os.environ:
+        inner(connection_file)
+    else:
+        outer(connection_file)
+
+
+if __name__ == "__main__":
+    main()

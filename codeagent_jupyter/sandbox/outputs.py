@@ -1,0 +1,187 @@
+"""Turn IOPub messages into bounded nbformat outputs and a short text for a model.
+
+Two budgets: the recording keeps up to ``output_bytes`` of real outputs (then a visible
+marker), and ``render_text`` gives a model a few KB (head + tail, ANSI stripped,
+images and HTML as placeholders) so one chatty cell cannot flood a context window.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import struct
+from typing import Any
+
+from nbformat.v4 import output_from_msg
+
+from ..protocols import OutputCallback
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+TEXT_LIMIT = 4000
+TRACEBACK_LIMIT = 20_000
+_OUTPUT_TYPES = {"stream", "display_data", "execute_result", "error"}
+
+
+def strip_ansi(text: str) -> str:
+    return ANSI.sub("", text)
+
+
+def collapse_cr(text: str) -> str:
+    """Keep what a terminal would show of ``\\r``-redrawn lines (progress bars)."""
+    if "\r" not in text:
+        return text
+    lines = text.replace("\r\n", "\n").split("\n")
+    out = []
+    for line in lines:
+        parts = [p for p in line.split("\r") if p]
+        out.append(parts[-1] if parts else "")
+    return "\n".join(out)
+
+
+def _size(output: dict[str, Any]) -> int:
+    if output["output_type"] == "stream":
+        return len(output["text"].encode())
+    if output["output_type"] == "error":
+        return sum(len(line) for line in output.get("traceback", []))
+    values = output["data"].values()
+    return sum(len(v) if isinstance(v, str) else len(json.dumps(v)) for v in values)
+
+
+class OutputCollector:
+    """Accumulates the outputs of one execution within a byte budget."""
+
+    def __init__(self, budget: int, on_output: OutputCallback | None = None) -> None:
+        self.budget = budget
+        self.used = 0
+        self.dropped = 0
+        self.outputs: list[dict[str, Any]] = []
+        self._on_output = on_output
+        self._clear_pending = False
+
+    def add(self, msg: dict[str, Any]) -> None:
+        """Record one IOPub message (non-output messages are ignored)."""
+        msg_type = msg["header"]["msg_type"]
+        if msg_type == "clear_output":
+            if msg["content"].get("wait"):
+                self._clear_pending = True
+            else:
+                self.outputs.clear()
+            return
+        if msg_type not in _OUTPUT_TYPES:
+            return
+        if self._clear_pending:
+            self.outputs.clear()
+            self._clear_pending = False
+        output = output_from_msg(msg)
+        if output["output_type"] == "error":
+            # A traceback is the most useful output there is: always kept, but capped.
+            output["traceback"] = _cap_lines(list(output.get("traceback", [])), TRACEBACK_LIMIT)
+            self._keep(output)
+            return
+        size = _size(output)
+        room = self.budget - self.used
+        if size > room:
+            if output["output_type"] == "stream" and room > 0:
+                kept = output["text"].encode()[:room].decode(errors="ignore")
+                self.dropped += size - len(kept.encode())
+                output["text"] = kept
+                size = len(kept.encode())
+            else:
+                self.dropped += size
+                return
+        self.used += size
+        self._keep(output)
+
+    def _keep(self, output: dict[str, Any]) -> None:
+        if self._on_output is not None:
+            self._on_output(output)
+        last = self.outputs[-1] if self.outputs else None
+        if (
+            output["output_type"] == "stream"
+            and last is not None
+            and last["output_type"] == "stream"
+            and last["name"] == output["name"]
+        ):
+            last["text"] = collapse_cr(last["text"] + output["text"])
+            return
+        stored = type(output)(output)  # the callback's copy must not change when merged
+        if stored["output_type"] == "stream":
+            stored["text"] = collapse_cr(stored["text"])
+        self.outputs.append(stored)
+
+    def finish(self) -> list[dict[str, Any]]:
+        """The outputs, with a truncation marker if anything was dropped."""
+        if self.dropped:
+            marker = (
+                f"\n[output truncated: {self.dropped} more bytes not kept "
+                f"(limit {self.budget} bytes per cell)]\n"
+            )
+            from nbformat.v4 import new_output
+
+            node = new_output("stream", name="stderr", text=marker)
+            self.outputs.append(node)
+            if self._on_output is not None:
+                self._on_output(node)
+            self.dropped = 0
+        return self.outputs
+
+
+def _cap_lines(lines: list[str], limit: int) -> list[str]:
+    total = sum(len(line) for line in lines)
+    if total <= limit:
+        return lines
+    head = bound_text("\n".join(lines), limit)
+    return head.split("\n")
+
+
+def _png_size(b64: str) -> tuple[int, int] | None:
+    try:
+        head = base64.b64decode(b64[:44])
+    except (binascii.Error, ValueError):
+        return None
+    if head[:8] != b"\x89PNG\r\n\x1a\n" or len(head) < 24:
+        return None
+    return struct.unpack(">II", head[16:24])
+
+
+def _render_data(data: dict[str, Any]) -> str:
+    for mime in data:
+        if mime.startswith("image/"):
+            size = _png_size(data[mime]) if mime == "image/png" else None
+            return f"[{mime} {size[0]}x{size[1]}]" if size else f"[{mime} output]"
+    if "text/plain" in data:
+        return strip_ansi(str(data["text/plain"]))
+    mime = next(iter(data), "unknown")
+    return f"[{mime} output]"
+
+
+def render_text(outputs: list[dict[str, Any]], limit: int = TEXT_LIMIT) -> str:
+    """Plain text of ``outputs`` for a model, at most about ``limit`` characters."""
+    parts: list[str] = []
+    for out in outputs:
+        kind = out["output_type"]
+        if kind == "stream":
+            parts.append(strip_ansi(out["text"]))
+        elif kind == "error":
+            lines = out.get("traceback") or [f"{out['ename']}: {out['evalue']}"]
+            parts.append(strip_ansi("\n".join(lines)))
+        else:
+            parts.append(_render_data(out.get("data", {})))
+    text = "".join(p if p.endswith("\n") else p + "\n" for p in parts if p)
+    return bound_text(text.rstrip("\n"), limit)
+
+
+def bound_text(text: str, limit: int) -> str:
+    """Head and tail of ``text`` with an elided-count line between, cut at line breaks."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    head, tail = text[:half], text[-half:]
+    if "\n" in head[half // 2 :]:
+        head = head[: head.rfind("\n")]
+    if "\n" in tail[: half // 2]:
+        tail = tail[tail.find("\n") + 1 :]
+    elided = len(text) - len(head) - len(tail)
+    return f"{head}\n[... {elided} characters elided ...]\n{tail}"

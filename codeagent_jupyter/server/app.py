@@ -1,0 +1,161 @@
+"""The ``codeagent`` Jupyter server extension and its configuration.
+
+Settings live on the ``CodeAgent`` configurable so administrators write
+``c.CodeAgent.model = "…"`` in ``jupyter_server_config.py`` (or
+``--CodeAgent.model=…`` on the command line); the app only wires them to a
+``SessionManager`` and the HTTP handlers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Bool, Dict, Float, Int, List, Unicode, validate
+from traitlets.config import Configurable
+
+from ..config import AgentConfig, SandboxLimits
+from ..errors import ConfigError
+from .handlers import route_table
+from .manager import SessionManager
+
+APPROVAL_POLICIES = ("auto", "ask")
+
+
+class CodeAgent(Configurable):
+    """Administrator settings of the agent service (config section ``CodeAgent``)."""
+
+    model = Unicode(
+        None,
+        allow_none=True,
+        config=True,
+        help="Default model name; falls back to the CODEAGENT_MODEL environment variable.",
+    )
+    base_url = Unicode(
+        None,
+        allow_none=True,
+        config=True,
+        help="OpenAI-compatible endpoint; falls back to OPENAI_BASE_URL, then the OpenAI API.",
+    )
+    api_key_env = Unicode(
+        "OPENAI_API_KEY",
+        config=True,
+        help="Name of the server environment variable that holds the API key.",
+    )
+    api_key = Unicode(
+        None,
+        allow_none=True,
+        config=True,
+        help="The API key itself (overrides api_key_env). Never sent to any client or recording.",
+    )
+    allowed_models = List(
+        Unicode(),
+        config=True,
+        help="Models a request may ask for. Empty: only the default model; other models get 403.",
+    )
+    limits = Dict(
+        config=True,
+        help="Default sandbox limits (SandboxLimits fields). A request may only tighten them.",
+    )
+    pool_size = Int(1, config=True, help="Sandbox kernels kept started and ready for new sessions.")
+    sessions_dir = Unicode(
+        "",
+        config=True,
+        help="Where session notebooks are kept; relative paths are under the server root. "
+        "Default: .codeagent/sessions under the server root.",
+    )
+    approval = Dict(
+        config=True,
+        help='Tool approval policy: tool name -> "auto" or "ask". '
+        "Tools under ask wait for POST .../approvals/{tool_call_id}.",
+    )
+    max_sessions_per_user = Int(
+        4,
+        config=True,
+        help="Open sessions (holding a sandbox) one user may have at once; more get 429.",
+    )
+    stream = Bool(False, config=True, help="Stream model text (text_delta events) as it arrives.")
+    max_steps = Int(30, config=True, help="Model calls per run.")
+    max_wall_s = Float(1800.0, config=True, help="Wall-clock seconds per run.")
+    max_tokens = Int(2_000_000, config=True, help="Tokens per run (prompt + completion).")
+    model_timeout = Float(120.0, config=True, help="Seconds one model request may take.")
+    model_max_retries = Int(4, config=True, help="Retries of a failed model request.")
+    idle_timeout = Float(
+        1800.0,
+        config=True,
+        help="Seconds an idle session keeps its sandbox (for follow-ups) before it is closed; "
+        "0 keeps it until the session is deleted.",
+    )
+    warm_ttl = Float(
+        300.0, config=True, help="Seconds a sandbox pre-acquired by /warm waits for its session."
+    )
+
+    @validate("limits")
+    def _check_limits(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        SandboxLimits.from_dict(proposal["value"])  # raises with a one-line message
+        return proposal["value"]
+
+    @validate("approval")
+    def _check_approval(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        for tool, policy in proposal["value"].items():
+            if policy not in APPROVAL_POLICIES:
+                raise ValueError(f"approval for {tool!r} must be 'auto' or 'ask', not {policy!r}")
+        return proposal["value"]
+
+    def sandbox_limits(self) -> SandboxLimits:
+        return SandboxLimits.from_dict(self.limits)
+
+    def agent_config(self) -> AgentConfig:
+        return AgentConfig(
+            max_steps=self.max_steps,
+            max_wall_s=self.max_wall_s,
+            max_tokens=self.max_tokens,
+            approval=dict(self.approval),
+        )
+
+    def resolved_api_key(self) -> str | None:
+        if self.api_key:
+            return self.api_key
+        return os.environ.get(self.api_key_env) or None
+
+    def sessions_path(self, root_dir: Path) -> Path:
+        path = Path(self.sessions_dir or ".codeagent/sessions").expanduser()
+        return path if path.is_absolute() else root_dir / path
+
+
+class CodeAgentApp(ExtensionApp):
+    """Serves agent sessions under ``/codeagent/api`` behind the server's auth."""
+
+    name = "codeagent"
+    load_other_extensions = True
+    classes = [CodeAgent]
+
+    def initialize_settings(self) -> None:
+        self.agent_settings = CodeAgent(parent=self)
+        try:
+            self.agent_settings.sandbox_limits()
+        except ValueError as e:
+            raise ConfigError(f"c.CodeAgent.limits: {e}") from e
+        assert self.serverapp is not None
+        root_dir = Path(os.path.expanduser(self.serverapp.root_dir)).resolve()
+        self.manager = SessionManager(
+            self.agent_settings,
+            root_dir=root_dir,
+            contents_manager=self.serverapp.contents_manager,
+            log=self.log,
+        )
+        self.manager.load_saved()
+        self.settings["codeagent_manager"] = self.manager
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(route_table())
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        # Warm the pool once the event loop runs, so the first session starts fast.
+        self._pool_task = asyncio.ensure_future(self.manager.ensure_pool())
+
+    async def stop_extension(self) -> None:
+        await self.manager.shutdown()

@@ -1,0 +1,272 @@
+"""HTTP and WebSocket handlers under ``/codeagent/api``: thin translations to ``SessionManager``.
+
+Every handler is behind the server's authentication and authorizes against the resource
+``codeagent`` (so a custom ``Authorizer`` can grant or deny the agent separately). Errors are
+JSON ``{"message": ..., "reason": ...}`` with the status the caller can act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from http.client import responses
+from typing import Any
+
+from jupyter_core.utils import ensure_async
+from jupyter_server.auth.decorator import authorized, ws_authenticated
+from jupyter_server.base.handlers import APIHandler, JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
+from tornado import web
+from tornado.websocket import WebSocketClosedError, WebSocketHandler
+
+from .errors import ApiError
+
+AUTH_RESOURCE = "codeagent"
+SERVER_OWNER = "server-owner"
+_ID = r"([^/]+)"
+
+
+def _check(body: Any, spec: dict[str, tuple[type | tuple[type, ...], bool]]) -> dict[str, Any]:
+    """Validate a JSON body against ``{field: (types, required)}``; 400 with a clear line."""
+    if body is None:
+        body = {}
+    if not isinstance(body, dict):
+        raise ApiError(400, "the request body must be a JSON object")
+    unknown = sorted(set(body) - set(spec))
+    if unknown:
+        raise ApiError(400, f"unknown field(s): {', '.join(unknown)}")
+    for name, (types, required) in spec.items():
+        if name not in body or body[name] is None:
+            if required:
+                raise ApiError(400, f"missing field: {name}")
+            body.pop(name, None)
+            continue
+        value = body[name]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in _tuple(types)):
+            raise ApiError(400, f"field {name} has the wrong type")
+        if isinstance(value, str) and required and not value.strip():
+            raise ApiError(400, f"field {name} must not be empty")
+    return body
+
+
+def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return types if isinstance(types, tuple) else (types,)
+
+
+def owner_of(handler: Any) -> str:
+    """Who a request counts against for the per-user session cap.
+
+    Jupyter's own token/password login has one principal, whoever holds the secret, yet it
+    names every cookie-less API request a fresh anonymous user; so behind it all requests
+    are one owner. Other identity providers (JupyterHub, custom ones) name real users.
+    """
+    if type(handler.identity_provider).__module__.startswith("jupyter_server."):
+        return SERVER_OWNER
+    user = handler.current_user
+    return str(getattr(user, "username", user))
+
+
+class BaseHandler(APIHandler):
+    """JSON in, JSON out; ``ApiError`` becomes its status and message."""
+
+    auth_resource = AUTH_RESOURCE
+
+    @property
+    def manager(self) -> Any:
+        return self.settings["codeagent_manager"]
+
+    @property
+    def owner(self) -> str:
+        return owner_of(self)
+
+    def json_body(self, spec: dict[str, tuple[type | tuple[type, ...], bool]]) -> dict[str, Any]:
+        return _check(self.get_json_body(), spec)
+
+    def reply(self, data: Any, status: int = 200) -> None:
+        self.set_status(status)
+        self.finish(json.dumps(data, default=str))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        exc = (kwargs.get("exc_info") or (None, None, None))[1]
+        if isinstance(exc, ApiError):
+            self.set_status(exc.status)
+            reply = {"message": exc.message, "reason": responses.get(exc.status, "")}
+            self.finish(json.dumps(reply))
+            return
+        super().write_error(status_code, **kwargs)
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        if isinstance(value, ApiError):
+            self.log.info("codeagent: %s %s -> %s", self.request.method, self.request.path, value)
+            return
+        super().log_exception(typ, value, tb)
+
+
+class HealthHandler(BaseHandler):
+    @authorized
+    async def get(self) -> None:
+        await self.manager.ensure_pool()
+        self.reply(self.manager.health())
+
+
+class WarmHandler(BaseHandler):
+    @authorized
+    async def post(self) -> None:
+        body = self.json_body({"notebook_path": (str, False)})
+        self.reply(await self.manager.warm(self.owner, body.get("notebook_path")))
+
+
+class SessionsHandler(BaseHandler):
+    @authorized
+    async def get(self) -> None:
+        self.reply(self.manager.list())
+
+    @authorized
+    async def post(self) -> None:
+        body = self.json_body(
+            {
+                "prompt": (str, True),
+                "notebook_path": (str, False),
+                "model": (str, False),
+                "limits": (dict, False),
+            }
+        )
+        session = await self.manager.create(
+            self.owner,
+            body["prompt"],
+            notebook_path=body.get("notebook_path"),
+            model=body.get("model"),
+            limits=body.get("limits"),
+        )
+        self.set_header("Location", self.request.path.rstrip("/") + "/" + session.id)
+        self.reply(session.summary(), status=201)
+
+
+class SessionHandler(BaseHandler):
+    @authorized
+    async def get(self, session_id: str) -> None:
+        self.reply(self.manager.get(session_id).detail())
+
+    @authorized
+    async def delete(self, session_id: str) -> None:
+        session = await self.manager.delete(session_id)
+        self.reply(session.summary())
+
+
+class MessagesHandler(BaseHandler):
+    @authorized
+    async def post(self, session_id: str) -> None:
+        self.manager.get(session_id)  # 404 before 400 for an unknown session
+        body = self.json_body({"text": (str, True)})
+        self.reply(self.manager.follow_up(session_id, body["text"]).summary(), status=202)
+
+
+class CancelHandler(BaseHandler):
+    @authorized
+    async def post(self, session_id: str) -> None:
+        session = self.manager.get(session_id)
+        cancelled = session.cancel()
+        self.reply({"cancelled": cancelled, **session.summary()})
+
+
+class ApprovalHandler(BaseHandler):
+    @authorized
+    async def post(self, session_id: str, tool_call_id: str) -> None:
+        session = self.manager.get(session_id)
+        body = self.json_body({"approve": (bool, True)})
+        session.decide_approval(tool_call_id, body["approve"])
+        self.reply({"tool_call_id": tool_call_id, "approved": body["approve"]})
+
+
+class CellDecisionHandler(BaseHandler):
+    @authorized
+    async def post(self, session_id: str, cell_id: str, decision: str) -> None:
+        accepted = decision == "accept"
+        self.reply(self.manager.decide_cell(session_id, cell_id, accepted))
+
+
+class NotebookHandler(BaseHandler):
+    @authorized
+    async def get(self, session_id: str) -> None:
+        session = self.manager.get(session_id)
+        try:
+            text = session.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ApiError(404, f"session {session_id} has no notebook on disk yet") from None
+        self.set_header("Content-Disposition", f'inline; filename="{session.id}.ipynb"')
+        self.finish(text)
+
+
+class EventsHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: ignore[misc]
+    """Streams a session's events as JSON text messages: first from ``since``, then live."""
+
+    auth_resource = AUTH_RESOURCE
+
+    def set_default_headers(self) -> None:
+        """JupyterHandler's headers (CSP, …) do not apply to a WebSocket upgrade."""
+
+    @ws_authenticated
+    async def get(self, session_id: str) -> None:  # type: ignore[override]
+        allowed = await ensure_async(
+            self.authorizer.is_authorized(self, self.current_user, "read", AUTH_RESOURCE)
+        )
+        if not allowed:
+            raise web.HTTPError(403)
+        try:
+            self.session = self.settings["codeagent_manager"].get(session_id)
+        except ApiError as e:
+            raise web.HTTPError(e.status) from None
+        try:
+            self.since = int(self.get_argument("since", "0"))
+        except ValueError:
+            raise web.HTTPError(400, "since must be a whole number") from None
+        if self.since < 0:
+            raise web.HTTPError(400, "since must not be negative")
+        await super().get(session_id)
+
+    def open(self, session_id: str) -> None:  # type: ignore[override]
+        super().open()
+        self.queue = self.session.log.subscribe(self.since)
+        if self.session.closed:
+            self.queue.put_nowait(None)  # a finished session: replay, then close
+        self.pump = asyncio.ensure_future(self._pump())
+
+    async def _pump(self) -> None:
+        while True:
+            data = await self.queue.get()
+            if data is None:
+                self.close(1000, "session closed")
+                return
+            try:
+                await self.write_message(json.dumps(data, default=str))
+            except WebSocketClosedError:
+                return
+
+    def on_message(self, message: str | bytes) -> None:
+        """Clients only listen; anything they send is ignored."""
+
+    def on_close(self) -> None:
+        queue = getattr(self, "queue", None)
+        if queue is not None:
+            self.session.log.unsubscribe(queue)
+        pump = getattr(self, "pump", None)
+        if pump is not None:
+            pump.cancel()
+
+
+def route_table() -> list[tuple[str, type]]:
+    """Routes relative to the server's base_url (the ExtensionApp prefixes it)."""
+    api = "/codeagent/api"
+    s = f"{api}/sessions/{_ID}"
+    return [
+        (f"{api}/health", HealthHandler),
+        (f"{api}/warm", WarmHandler),
+        (f"{api}/sessions/?", SessionsHandler),
+        (f"{s}/?", SessionHandler),
+        (f"{s}/events", EventsHandler),
+        (f"{s}/messages", MessagesHandler),
+        (f"{s}/cancel", CancelHandler),
+        (f"{s}/approvals/{_ID}", ApprovalHandler),
+        (f"{s}/cells/{_ID}/(accept|reject)", CellDecisionHandler),
+        (f"{s}/notebook", NotebookHandler),
+    ]

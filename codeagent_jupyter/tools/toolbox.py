@@ -1,0 +1,236 @@
+"""The tools offered to the model, and ``ToolBox`` which checks and runs their calls.
+
+Schemas are constants written here in one place; ``ToolBox.schemas()`` returns them in a fixed
+order so every request carries byte-identical tool definitions (provider prompt caching).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, ToolArgumentError, ToolError
+from ..protocols import ExecResult, OutputCallback
+from ..textbounds import head_tail, strip_ansi
+from . import files, kernel, plan
+from ._schema import Tool, check, obj
+
+
+@dataclass
+class ToolResult:
+    """What one tool call produced; ``text`` is what the model sees (bounded)."""
+
+    text: str
+    status: str = "ok"  # ok | error | timeout | died
+    code: str | None = None
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    execution_count: int | None = None
+    duration_s: float = 0.0
+    note: str = ""
+    plan: list[dict[str, str]] | None = None
+
+
+_PATH = {"type": "string", "description": "Path relative to the workspace root."}
+
+
+def _exec_result(res: ExecResult, code: str, limit: int) -> ToolResult:
+    text = strip_ansi(res.text).rstrip("\n")
+    if res.note:
+        text = f"{text}\n[{res.note}]" if text else f"[{res.note}]"
+    if not text:
+        text = "(no output)" if res.status == "ok" else f"(no output; status {res.status})"
+    return ToolResult(
+        text=head_tail(text, limit),
+        status=res.status,
+        code=code,
+        outputs=list(res.outputs),
+        execution_count=res.execution_count,
+        duration_s=res.duration_s,
+        note=res.note,
+    )
+
+
+class ToolBox:
+    """The enabled tools bound to one sandbox and one workspace directory."""
+
+    def __init__(
+        self,
+        sandbox: Any,
+        workdir: Path,
+        *,
+        result_chars: int = 8000,
+        enabled: Iterable[str] | None = None,
+    ) -> None:
+        self.sandbox = sandbox
+        self.root = Path(workdir).resolve()
+        self.result_chars = result_chars
+        tools = _definitions()
+        if enabled is not None:
+            wanted = list(enabled)
+            unknown = sorted(set(wanted) - {t.name for t in tools})
+            if unknown:
+                raise ConfigError(f"unknown tool(s): {', '.join(unknown)}")
+            tools = [t for t in tools if t.name in wanted]
+        self._tools = {t.name: t for t in tools}
+        self._schemas = [t.schema() for t in tools]
+
+    @property
+    def names(self) -> set[str]:
+        return set(self._tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """Tool definitions in OpenAI form; a copy, so callers cannot disturb the next call."""
+        return copy.deepcopy(self._schemas)
+
+    async def call(
+        self, name: str, arguments: dict[str, Any], *, on_output: OutputCallback | None = None
+    ) -> ToolResult:
+        """Check ``arguments`` against the tool's schema and run it.
+
+        Raises ToolArgumentError for unknown tools and arguments that do not fit the schema,
+        ToolError when the tool refuses; a cell that fails is a result, not an exception.
+        """
+        tool = self._tools.get(name)
+        if tool is None:
+            available = ", ".join(self._tools)
+            raise ToolArgumentError(f"unknown tool {name!r}; available: {available}")
+        if not isinstance(arguments, dict):
+            raise ToolArgumentError(f"{name}: arguments must be a JSON object")
+        args = check(arguments, tool.parameters, name)
+        started = time.perf_counter()
+        result = await tool.handler(self, on_output=on_output, **args)
+        if not result.duration_s:
+            result.duration_s = time.perf_counter() - started
+        return result
+
+    async def _in_thread(self, fn: Any, *args: Any) -> ToolResult:
+        try:
+            text = await asyncio.to_thread(fn, self.root, *args)
+        except OSError as e:  # permissions, disk full, name too long...
+            raise ToolError(f"{fn.__name__} failed: {e.strerror or e}") from None
+        return ToolResult(text=head_tail(text, self.result_chars))
+
+    async def _run_cell(self, *, code: str, on_output: OutputCallback | None) -> ToolResult:
+        res = await kernel.run_cell(self.sandbox, code, on_output)
+        return _exec_result(res, code, self.result_chars)
+
+    async def _run_command(self, *, command: str, on_output: OutputCallback | None) -> ToolResult:
+        res = await kernel.run_command(self.sandbox, command, on_output)
+        return _exec_result(res, command, self.result_chars)
+
+    async def _read_file(
+        self,
+        *,
+        path: str,
+        start_line: int | None = None,
+        end_line: int | None = None,
+        on_output: Any = None,
+    ) -> ToolResult:
+        return await self._in_thread(files.read_file, path, start_line, end_line, self.result_chars)
+
+    async def _write_file(self, *, path: str, content: str, on_output: Any = None) -> ToolResult:
+        return await self._in_thread(files.write_file, path, content)
+
+    async def _list_files(self, *, path: str = ".", on_output: Any = None) -> ToolResult:
+        return await self._in_thread(files.list_files, path, self.result_chars)
+
+    async def _search_files(
+        self, *, pattern: str, path: str = ".", on_output: Any = None
+    ) -> ToolResult:
+        files.compile_pattern(pattern)
+        return await self._in_thread(files.search_files, pattern, path, self.result_chars)
+
+    async def _update_plan(
+        self, *, steps: list[dict[str, Any]], on_output: Any = None
+    ) -> ToolResult:
+        steps_ = plan.normalise(steps)
+        return ToolResult(text=plan.summary(steps_), plan=steps_)
+
+
+def _definitions() -> list[Tool]:
+    """Every tool, in the order the model sees them."""
+    return [
+        Tool(
+            "run_cell",
+            "Run Python code in the persistent IPython kernel (a Jupyter cell). Variables, "
+            "imports and files persist between calls; the working directory is the workspace. "
+            "Returns printed output, the value of the last expression, and the traceback if "
+            "it fails. Plots shown with plt.show() reach the user as images.",
+            obj(["code"], code={"type": "string", "description": "Python source of the cell."}),
+            ToolBox._run_cell,
+        ),
+        Tool(
+            "run_command",
+            "Run a shell command in the sandbox (same limits and working directory as "
+            "run_cell). Returns combined stdout and stderr and the exit status when non-zero. "
+            "Use it for pip, git, ls -la, wc and similar; not for long-running servers.",
+            obj(["command"], command={"type": "string", "description": "Shell command line."}),
+            ToolBox._run_command,
+        ),
+        Tool(
+            "read_file",
+            "Read a text file from the workspace, with line numbers. Long files are shown in "
+            "parts: pass start_line/end_line (1-based, inclusive) to read a range.",
+            obj(
+                ["path"],
+                path=_PATH,
+                start_line={"type": "integer", "minimum": 1, "description": "First line."},
+                end_line={"type": "integer", "minimum": 1, "description": "Last line."},
+            ),
+            ToolBox._read_file,
+        ),
+        Tool(
+            "write_file",
+            "Create or overwrite a text file in the workspace with the given content "
+            "(parent directories are created). Use it for scripts, data and config files.",
+            obj(
+                ["path", "content"],
+                path=_PATH,
+                content={"type": "string", "description": "The complete new file content."},
+            ),
+            ToolBox._write_file,
+        ),
+        Tool(
+            "list_files",
+            "List files and directories under a workspace path, recursively (directories end "
+            "with /, files show their size).",
+            obj([], path={**_PATH, "default": "."}),
+            ToolBox._list_files,
+        ),
+        Tool(
+            "search_files",
+            "Search text files under a workspace path for a Python regular expression; "
+            "returns matching lines as file:line: text.",
+            obj(
+                ["pattern"],
+                pattern={"type": "string", "minLength": 1, "description": "Regular expression."},
+                path={**_PATH, "default": "."},
+            ),
+            ToolBox._search_files,
+        ),
+        Tool(
+            "update_plan",
+            "Record or revise your plan as a short checklist the user sees. Call it before "
+            "multi-step work and again whenever a step's status changes. Send the whole list "
+            "each time; keep at most one step in_progress.",
+            obj(
+                ["steps"],
+                steps={
+                    "type": "array",
+                    "minItems": 1,
+                    "description": "All steps of the plan, in order.",
+                    "items": obj(
+                        ["step", "status"],
+                        step={"type": "string", "description": "What this step does."},
+                        status={"type": "string", "enum": list(plan.STATUSES)},
+                    ),
+                },
+            ),
+            ToolBox._update_plan,
+        ),
+    ]

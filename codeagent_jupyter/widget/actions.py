@@ -1,0 +1,73 @@
+"""Getting accepted cells into the user's notebook.
+
+With the JupyterLab extension, cells are inserted below the panel's cell, in the agent's
+order (cell 2 goes after cell 1 even when accepted later), unexecuted, with
+``metadata.codeagent`` provenance. Without it (classic Notebook, VS Code, a plain kernel),
+the panel says to run ``%agent accept N``, which puts the code in a new cell through
+IPython's ``set_next_input``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .bridge import BridgeError, NotebookBridge
+from .state import CellItem
+
+FALLBACK = (
+    "The JupyterLab extension is not available here: run `%agent accept {which}` in a cell "
+    "to get the code in a new cell."
+)
+
+
+def provenance(session_id: str, cell: CellItem) -> dict[str, Any]:
+    """What an inserted cell records about where it came from."""
+    return {
+        "codeagent": {
+            "session_id": session_id,
+            "step": cell.step,
+            "tool_call_id": cell.tool_call_id,
+        }
+    }
+
+
+class Inserter:
+    """Inserts accepted cells through the bridge, remembering where each one went."""
+
+    def __init__(self, bridge: NotebookBridge | None, anchor_cell_id: str | None) -> None:
+        self.bridge = bridge
+        self.anchor_cell_id = anchor_cell_id
+        self.inserted: dict[int, str] = {}  # panel cell number -> notebook cell id
+
+    async def available(self) -> bool:
+        return self.bridge is not None and await self.bridge.available()
+
+    async def insert(self, session_id: str, cells: list[CellItem]) -> str:
+        """Insert ``cells``; returns a one-line account of what happened for the panel."""
+        todo = sorted((c for c in cells if c.number not in self.inserted), key=lambda c: c.number)
+        if not todo:
+            return "Already in the notebook."
+        if not await self.available():
+            which = str(todo[0].number) if len(todo) == 1 else "all"
+            return FALLBACK.format(which=which)
+        assert self.bridge is not None
+        for cell in todo:
+            entry = {"source": cell.notebook_source, "metadata": provenance(session_id, cell)}
+            try:
+                ids = await self.bridge.insert_cells([entry], self._after(cell.number))
+            except BridgeError as e:
+                return f"codeagent: could not insert cell {cell.number}: {e}"
+            if ids:
+                self.inserted[cell.number] = ids[-1]
+        numbers = ", ".join(str(c.number) for c in todo)
+        plural = "s" if len(todo) > 1 else ""
+        return f"Inserted cell{plural} {numbers} into the notebook (not run)."
+
+    def _after(self, number: int) -> str | None:
+        """The notebook cell to insert after: the last inserted one before ``number``."""
+        earlier = [n for n in self.inserted if n < number]
+        return self.inserted[max(earlier)] if earlier else self.anchor_cell_id
+
+    def close(self) -> None:
+        if self.bridge is not None:
+            self.bridge.close()

@@ -1,0 +1,285 @@
+"""A client of the codeagent server extension, for code running in a user's kernel.
+
+The agent runs in the Jupyter server, so the kernel needs only the server's URL and token:
+it finds the server it was started by in the runtime files ``list_running_servers()`` reads
+(matched by the kernel's parent process id), or takes ``CODEAGENT_SERVER_URL`` and
+``CODEAGENT_SERVER_TOKEN``. The model's API key stays in the server.
+
+REST calls use tornado's async HTTP client and events a tornado WebSocket, both on the
+kernel's own asyncio loop, so a cell returns at once and the panel updates while the user
+keeps working. ``check()`` is the one blocking call: it lets ``%agent`` say in one line
+that no server is reachable instead of showing an empty panel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
+from tornado.websocket import WebSocketClosedError, websocket_connect
+
+from ..errors import CodeAgentError
+
+NO_SERVER = (
+    "codeagent: no Jupyter server with the codeagent extension found; start JupyterLab with "
+    "codeagent-jupyter installed, or set CODEAGENT_SERVER_URL/CODEAGENT_SERVER_TOKEN"
+)
+URL_ENV, TOKEN_ENV = "CODEAGENT_SERVER_URL", "CODEAGENT_SERVER_TOKEN"
+
+
+class ServerNotFound(CodeAgentError):
+    """No Jupyter server with the extension can be reached from this kernel."""
+
+
+class ClientError(CodeAgentError):
+    """The server refused a request; ``status`` is the HTTP status (0: unreachable)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """Where the server is: ``url`` ends with ``/`` and includes the server's base_url."""
+
+    url: str
+    token: str = ""
+    root_dir: str | None = None
+
+
+def find_server(
+    env: Mapping[str, str] | None = None, servers: Iterable[dict[str, Any]] | None = None
+) -> ServerInfo:
+    """The server this kernel runs under; ``ServerNotFound`` (one line, with the fix) if none.
+
+    Order: the environment overrides; the server whose pid launched this kernel
+    (``JPY_PARENT_PID``, set by jupyter_client); the one server whose root holds the
+    working directory; the only server running.
+    """
+    env = os.environ if env is None else env
+    if env.get(URL_ENV):
+        return ServerInfo(_slash(env[URL_ENV]), env.get(TOKEN_ENV, ""))
+    if servers is None:
+        from jupyter_server.serverapp import list_running_servers
+
+        servers = list_running_servers()
+    infos = [s for s in servers if s.get("url")]
+    parent = env.get("JPY_PARENT_PID")
+    chosen = next((s for s in infos if parent and str(s.get("pid")) == parent), None)
+    if chosen is None:
+        cwd = Path.cwd().resolve()
+        holding = [s for s in infos if _contains(s.get("root_dir"), cwd)]
+        if len(holding) == 1:
+            chosen = holding[0]
+        elif len(infos) == 1:
+            chosen = infos[0]
+    if chosen is None:
+        raise ServerNotFound(NO_SERVER)
+    token = env.get(TOKEN_ENV) or chosen.get("token", "")
+    return ServerInfo(_slash(chosen["url"]), token, chosen.get("root_dir"))
+
+
+def notebook_path(server: ServerInfo, env: Mapping[str, str] | None = None) -> str | None:
+    """This kernel's notebook, relative to the server root (from ``JPY_SESSION_NAME``)."""
+    env = os.environ if env is None else env
+    name = env.get("JPY_SESSION_NAME")
+    if not name:
+        return None
+    path = Path(name)
+    if not path.is_absolute():
+        return path.as_posix()
+    if server.root_dir and _contains(server.root_dir, path):
+        return path.relative_to(Path(server.root_dir).resolve()).as_posix()
+    return None
+
+
+def _contains(root: str | None, path: Path) -> bool:
+    if not root:
+        return False
+    try:
+        path.resolve().relative_to(Path(root).resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def _slash(url: str) -> str:
+    return url if url.endswith("/") else url + "/"
+
+
+class AgentClient:
+    """REST + WebSocket access to ``/codeagent/api`` of one server, with its token."""
+
+    def __init__(self, server: ServerInfo, *, timeout: float = 120.0) -> None:
+        self.server = server
+        self.api = server.url + "codeagent/api"
+        self.timeout = timeout
+
+    @classmethod
+    def discover(cls) -> AgentClient:
+        return cls(find_server())
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.server.token:
+            headers["Authorization"] = f"token {self.server.token}"
+        return headers
+
+    # -- blocking check ---------------------------------------------------------------------
+
+    def check(self, timeout: float = 5.0) -> list[dict[str, Any]]:
+        """Blocking ``GET /sessions``: proves the extension is there and the token works."""
+        request = urllib.request.Request(self.api + "/sessions", headers=self._headers())
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                raise ServerNotFound(NO_SERVER) from None
+            if e.code in (401, 403):
+                raise ServerNotFound(
+                    f"codeagent: the Jupyter server at {self.server.url} refused the token "
+                    f"({e.code}); set {TOKEN_ENV} to its token"
+                ) from None
+            raise ClientError(e.code, f"codeagent: the server answered {e.code}") from None
+        except (OSError, ValueError) as e:
+            raise ServerNotFound(
+                f"codeagent: cannot reach the Jupyter server at {self.server.url} ({e}); "
+                f"is it running? (or set {URL_ENV}/{TOKEN_ENV})"
+            ) from None
+
+    # -- REST ------------------------------------------------------------------------------
+
+    async def request(self, method: str, path: str, body: Any = None) -> Any:
+        """One API call; the JSON answer, or ``ClientError`` with the server's message."""
+        payload = None
+        if body is not None or method in ("POST", "PUT"):
+            payload = json.dumps(body if body is not None else {})
+        req = HTTPRequest(
+            self.api + path,
+            method=method,
+            headers=self._headers(),
+            body=payload,
+            request_timeout=self.timeout,
+        )
+        try:
+            response = await AsyncHTTPClient().fetch(req, raise_error=False)
+        except (OSError, HTTPClientError) as e:
+            raise ClientError(0, f"codeagent: cannot reach {self.server.url}: {e}") from None
+        text = response.body.decode("utf-8", "replace") if response.body else ""
+        if response.code == 599:
+            raise ClientError(0, f"codeagent: cannot reach {self.server.url}: {response.error}")
+        if response.code >= 400:
+            try:
+                message = json.loads(text).get("message") or response.reason
+            except (ValueError, AttributeError):
+                message = response.reason
+            raise ClientError(response.code, f"codeagent: {message} ({response.code})")
+        return json.loads(text) if text else None
+
+    async def health(self) -> dict[str, Any]:
+        return await self.request("GET", "/health")
+
+    async def warm(self, notebook_path: str | None = None) -> dict[str, Any]:
+        body = {"notebook_path": notebook_path} if notebook_path else {}
+        return await self.request("POST", "/warm", body)
+
+    async def start(
+        self,
+        prompt: str,
+        *,
+        notebook_path: str | None = None,
+        model: str | None = None,
+        limits: dict[str, Any] | None = None,
+        max_steps: int | None = None,
+    ) -> dict[str, Any]:
+        """Start a session; returns its summary (``id``, ``state``, …) once it runs."""
+        body: dict[str, Any] = {"prompt": prompt}
+        optional = {
+            "notebook_path": notebook_path,
+            "model": model,
+            "limits": limits,
+            "max_steps": max_steps,
+        }
+        body.update({k: v for k, v in optional.items() if v is not None})
+        return await self.request("POST", "/sessions", body)
+
+    async def sessions(self) -> list[dict[str, Any]]:
+        return await self.request("GET", "/sessions")
+
+    async def session(self, session_id: str) -> dict[str, Any]:
+        return await self.request("GET", f"/sessions/{_q(session_id)}")
+
+    async def follow_up(self, session_id: str, text: str) -> dict[str, Any]:
+        return await self.request("POST", f"/sessions/{_q(session_id)}/messages", {"text": text})
+
+    async def cancel(self, session_id: str) -> dict[str, Any]:
+        return await self.request("POST", f"/sessions/{_q(session_id)}/cancel")
+
+    async def approve(self, session_id: str, tool_call_id: str, approve: bool) -> dict[str, Any]:
+        path = f"/sessions/{_q(session_id)}/approvals/{_q(tool_call_id)}"
+        return await self.request("POST", path, {"approve": approve})
+
+    async def decide(self, session_id: str, cell_id: str, accept: bool) -> dict[str, Any]:
+        """Record Accept/Reject of a cell (by tool call id) in the session notebook."""
+        verb = "accept" if accept else "reject"
+        return await self.request("POST", f"/sessions/{_q(session_id)}/cells/{_q(cell_id)}/{verb}")
+
+    async def delete(self, session_id: str) -> dict[str, Any]:
+        return await self.request("DELETE", f"/sessions/{_q(session_id)}")
+
+    # -- events ----------------------------------------------------------------------------
+
+    async def events(
+        self, session_id: str, since: int = 0, *, retries: int = 5
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Every event from ``since`` on, live; reconnects (with ``since``) if the socket drops.
+
+        Ends when the server closes the stream because the session is closed.
+        """
+        failures = 0
+        while True:
+            url = self.api.replace("http", "ws", 1) + f"/sessions/{_q(session_id)}/events"
+            request = HTTPRequest(f"{url}?since={since}", headers=self._headers())
+            try:
+                conn = await websocket_connect(request)
+            except (OSError, HTTPClientError) as e:
+                code = getattr(e, "code", 0)
+                if code in (403, 404) or failures >= retries:
+                    raise ClientError(code, f"codeagent: cannot follow {session_id}: {e}") from None
+                failures += 1
+                await asyncio.sleep(min(0.25 * 2**failures, 5.0))
+                continue
+            failures = 0
+            try:
+                while True:
+                    message = await conn.read_message()
+                    if message is None:
+                        break
+                    event = json.loads(message)
+                    since = int(event.get("seq", since)) + 1
+                    yield event
+            except WebSocketClosedError:
+                pass
+            finally:
+                conn.close()
+            if conn.close_code == 1000:  # the server ended the stream: the session is closed
+                return
+            failures += 1
+            if failures > retries:
+                raise ClientError(0, f"codeagent: lost the event stream of {session_id}")
+            await asyncio.sleep(min(0.25 * 2**failures, 5.0))
+
+
+def _q(part: str) -> str:
+    return quote(part, safe="")

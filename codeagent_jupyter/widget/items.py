@@ -1,0 +1,166 @@
+"""One small widget per timeline item, updated in place when its item changes.
+
+Updating in place (rather than rebuilding the timeline) keeps streamed text and live cell
+outputs cheap: only the HTML of the item that changed is sent to the browser.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as w
+
+from . import render
+from .state import (
+    ApprovalItem,
+    CellItem,
+    FinishedItem,
+    Item,
+    PromptItem,
+    TextItem,
+    ToolItem,
+)
+
+
+class ItemView:
+    """Renders one item as HTML; subclasses add buttons."""
+
+    def __init__(self, item: Item, panel: Any) -> None:
+        self.panel = panel
+        self.item = item
+        self.html = w.HTML(self.render(item), layout=w.Layout(width="100%"))
+        self.widget: w.Widget = self.html
+
+    def update(self, item: Item) -> None:
+        if item == self.item:
+            return
+        self.item = item
+        value = self.render(item)
+        if value != self.html.value:
+            self.html.value = value
+        self.sync()
+
+    def render(self, item: Any) -> str:
+        raise NotImplementedError
+
+    def sync(self) -> None:
+        """Bring buttons in line with the item (decided, finished, …)."""
+
+
+class PromptView(ItemView):
+    def render(self, item: PromptItem) -> str:
+        label = "Request" if item.run_index == 0 else "Follow-up"
+        return (
+            f'<div class="codeagent-request" style="margin-top:6px"><b>{label}:</b> '
+            f"{render.esc(item.text)}</div>"
+        )
+
+
+class TextView(ItemView):
+    def render(self, item: TextItem) -> str:
+        css = "codeagent-answer" if item.is_answer else "codeagent-message"
+        return f'<div class="{css}">{render.markdown_html(item.text)}</div>'
+
+
+class ToolView(ItemView):
+    def render(self, item: ToolItem) -> str:
+        args = item.arguments
+        if isinstance(args, dict):
+            shown = ", ".join(f"{k}={str(v)[:60]!r}" for k, v in args.items() if k != "content")
+        else:
+            shown = ""
+        first = item.result.splitlines()[0][:120] if item.result else ""
+        color = render.MUTED if item.status in ("ok", "running") else render.RED
+        return (
+            f'<div class="codeagent-tool" style="font-size:12px;color:{color}">'
+            f"🔧 {render.esc(item.name)}({render.esc(shown)}) · {render.esc(item.status)}"
+            f"{' — ' + render.esc(first) if first else ''}</div>"
+        )
+
+
+class FinishedView(ItemView):
+    def render(self, item: FinishedItem) -> str:
+        label, color = render._RUN_STATUS.get(item.status, (item.status, render.MUTED))
+        answer = render.markdown_html(item.answer) if item.answer else ""
+        return (
+            f'<div class="codeagent-finished" data-status="{render.esc(item.status)}" '
+            f'style="margin-top:4px"><span style="color:{color};font-weight:bold">'
+            f"{render.esc(label)}</span> · {render.esc(item.reason)} · {item.steps} steps · "
+            f"{item.duration_s:.1f} s{answer}</div>"
+        )
+
+
+class CellView(ItemView):
+    """A cell with its outputs and Accept / Reject."""
+
+    def __init__(self, item: CellItem, panel: Any) -> None:
+        super().__init__(item, panel)
+        self.accept = w.Button(description="Accept", button_style="success", icon="check")
+        self.reject = w.Button(description="Reject", icon="times")
+        self.accept.add_class("codeagent-accept")
+        self.reject.add_class("codeagent-reject")
+        self.accept.on_click(lambda _b: panel.decide(self.item.tool_call_id, True))
+        self.reject.on_click(lambda _b: panel.decide(self.item.tool_call_id, False))
+        self.buttons = w.HBox([self.accept, self.reject])
+        self.widget = w.VBox([self.html, self.buttons], layout=w.Layout(width="100%"))
+        self.widget.add_class("codeagent-cell-view")
+        self.sync()
+
+    def render(self, item: CellItem) -> str:
+        return render.cell_html(item)
+
+    def sync(self) -> None:
+        item = self.item
+        assert isinstance(item, CellItem)
+        decidable = item.finished and bool(item.code.strip()) and item.status != "cancelled"
+        self.buttons.layout.display = "" if decidable else "none"
+        self.accept.disabled = item.decision is not None
+        self.reject.disabled = item.decision is not None
+        self.accept.description = "Accepted" if item.decision is True else "Accept"
+        self.reject.description = "Rejected" if item.decision is False else "Reject"
+
+
+class ApprovalView(ItemView):
+    """A tool call waiting for Approve / Deny, with its input shown first."""
+
+    def __init__(self, item: ApprovalItem, panel: Any) -> None:
+        super().__init__(item, panel)
+        self.approve = w.Button(description="Approve", button_style="warning")
+        self.deny = w.Button(description="Deny")
+        self.approve.add_class("codeagent-approve")
+        self.deny.add_class("codeagent-deny")
+        self.approve.on_click(lambda _b: panel.approve(self.item.tool_call_id, True))
+        self.deny.on_click(lambda _b: panel.approve(self.item.tool_call_id, False))
+        self.buttons = w.HBox([self.approve, self.deny])
+        self.widget = w.VBox([self.html, self.buttons], layout=w.Layout(width="100%"))
+        self.sync()
+
+    def render(self, item: ApprovalItem) -> str:
+        if item.approved is None:
+            head = f"<b>Approve {render.esc(item.name)}?</b> It will run:"
+        else:
+            verdict = "approved" if item.approved else "denied"
+            head = f"{render.esc(item.name)}: {verdict}"
+        return (
+            f'<div class="codeagent-approval" data-decided="{item.approved is not None}">'
+            f"{head}{render.arguments_html(item.arguments) if item.approved is None else ''}</div>"
+        )
+
+    def sync(self) -> None:
+        item = self.item
+        assert isinstance(item, ApprovalItem)
+        self.buttons.layout.display = "" if item.approved is None else "none"
+
+
+_VIEWS: dict[type, type[ItemView]] = {
+    PromptItem: PromptView,
+    TextItem: TextView,
+    CellItem: CellView,
+    ToolItem: ToolView,
+    ApprovalItem: ApprovalView,
+    FinishedItem: FinishedView,
+}
+
+
+def make_view(item: Item, panel: Any) -> ItemView:
+    return _VIEWS[type(item)](item, panel)

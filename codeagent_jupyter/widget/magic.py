@@ -1,0 +1,170 @@
+"""``%agent`` / ``%%agent``: open a panel on a new or existing session.
+
+    %agent plot monthly revenue from sales.csv
+    %agent --model gpt-4o-mini --max-steps 10 summarise data.csv
+    %agent --attach 3f2a9c1b7d4e          (re-attach after a kernel restart)
+    %agent accept 3 | %agent accept all   (without the JupyterLab extension)
+    %%agent --max-steps 20
+    <a long request over several lines>
+
+Options come first; everything after them is the request, verbatim (quotes and all).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+
+from .actions import Inserter
+from .bridge import NotebookBridge
+from .client import AgentClient, CodeAgentError, notebook_path
+from .panel import AgentPanel, _acceptable
+
+USAGE = "usage: %agent [--model NAME] [--max-steps N] [--notebook-path PATH] [--attach ID] REQUEST"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:
+        raise UsageError(f"%agent: {message}; {USAGE}")
+
+
+def _parser() -> _Parser:
+    p = _Parser(prog="%agent", add_help=False)
+    p.add_argument("--model")
+    p.add_argument("--max-steps", type=int)
+    p.add_argument("--attach")
+    p.add_argument("--notebook-path")
+    return p
+
+
+def parse(line: str) -> tuple[argparse.Namespace, str]:
+    """Split ``line`` into its leading options and the request (kept verbatim)."""
+    rest = line.strip()
+    tokens: list[str] = []
+    while rest.startswith("--"):
+        head, _, rest = rest.partition(" ")
+        tokens.append(head)
+        rest = rest.lstrip()
+        if "=" not in head and head in ("--model", "--max-steps", "--attach", "--notebook-path"):
+            value, _, rest = rest.partition(" ")
+            tokens.append(shlex.split(value)[0] if value.strip() else value)
+            rest = rest.lstrip()
+    args = _parser().parse_args(tokens)
+    if args.max_steps is not None and args.max_steps < 1:
+        raise UsageError("%agent: --max-steps must be at least 1")
+    return args, rest
+
+
+@magics_class
+class AgentMagics(Magics):
+    """Keeps the panels of this kernel, so ``%agent accept N`` finds the latest one."""
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self.panels: list[AgentPanel] = []
+
+    @line_cell_magic
+    def agent(self, line: str, cell: str | None = None) -> None:
+        """Ask the agent (runs in the Jupyter server's sandbox, never in this kernel)."""
+        args, request = parse(line)
+        if cell is not None:
+            request = (request + "\n" + cell).strip()
+        words = request.split()
+        if len(words) == 2 and words[0] == "accept" and (words[1].isdigit() or words[1] == "all"):
+            self.accept(words[1])
+            return
+        if args.attach and request:
+            raise UsageError("%agent: --attach takes no request; send follow-ups from the panel")
+        panel = self.open_panel(args.model, args.max_steps, args.notebook_path)
+        if panel is None:
+            return
+        if args.attach:
+            panel.attach(args.attach)
+        elif request:
+            panel.run("send", panel.start(request))
+
+    def open_panel(
+        self,
+        model: str | None = None,
+        max_steps: int | None = None,
+        path: str | None = None,
+    ) -> AgentPanel | None:
+        """Display a new panel; None (after a one-line message) if no server is reachable."""
+        from IPython.display import display
+
+        try:
+            client = AgentClient.discover()
+            client.check()
+        except CodeAgentError as e:
+            print(str(e), file=sys.stderr)
+            return None
+        bridge = NotebookBridge()
+        panel = AgentPanel(
+            client,
+            notebook_path=path or notebook_path(client.server),
+            model=model,
+            max_steps=max_steps,
+            inserter=Inserter(bridge, _current_cell_id(self.shell)),
+        )
+        self.panels.append(panel)
+        display(panel.widget)
+        return panel
+
+    def accept(self, which: str) -> None:
+        """The fallback for Accept: put the cell's code in the next cell (``set_next_input``)."""
+        panel = next((p for p in reversed(self.panels) if p.session_id), None)
+        if panel is None:
+            raise UsageError("%agent accept: no agent session in this kernel yet")
+        state = panel.state
+        if which == "all":
+            cells = [c for c in state.cells if _acceptable(c) and c.decision is not False]
+        else:
+            cell = state.cell_number(int(which))
+            if cell is None or not cell.finished:
+                raise UsageError(f"%agent accept: the panel has no finished cell {which}")
+            cells = [cell]
+        if not cells:
+            raise UsageError("%agent accept: no cell to accept")
+        source = "\n\n".join(c.notebook_source for c in cells)
+        self.shell.set_next_input(source, replace=False)
+        undecided = [c.tool_call_id for c in cells if c.decision is None]
+        if undecided and panel.client is not None:
+            panel.run("accept", _record(panel, undecided))
+        numbers = ", ".join(str(c.number) for c in cells)
+        panel.say(f"Cell(s) {numbers} put in a new cell below by %agent accept.")
+
+
+async def _record(panel: AgentPanel, tool_call_ids: list[str]) -> None:
+    assert panel.client is not None and panel.session_id is not None
+    for tcid in tool_call_ids:
+        await panel.client.decide(panel.session_id, tcid, True)
+
+
+def _current_cell_id(shell: Any) -> str | None:
+    """The id of the executing cell (JupyterLab sends it as ``metadata.cellId``)."""
+    kernel = getattr(shell, "kernel", None)
+    try:
+        parent = kernel.get_parent("shell") if kernel is not None else shell.get_parent()
+    except Exception:
+        return None
+    cell_id = (parent or {}).get("metadata", {}).get("cellId")
+    return str(cell_id) if cell_id else None
+
+
+def new_panel(shell: Any = None) -> AgentPanel | None:
+    """``codeagent_jupyter.panel()``: an empty panel with a prompt box."""
+    from IPython import get_ipython
+
+    shell = shell or get_ipython()
+    if shell is None:
+        raise CodeAgentError("codeagent: panel() needs an IPython kernel (run it in a notebook)")
+    magics = shell.magics_manager.registry.get("AgentMagics")
+    if magics is None:
+        magics = AgentMagics(shell)
+        shell.register_magics(magics)
+    return magics.open_panel()

@@ -1,0 +1,266 @@
+"""The agent panel: an ipywidgets view of one server session, plus its buttons.
+
+The panel holds no agent logic. It folds the session's events into a ``PanelState``
+(``state.reduce``), renders that state, and turns clicks into API calls (accept, cancel,
+approve, follow-up) whose effects come back as events. Accepted cells go into the live
+notebook through the labextension (``bridge``) or, without it, via ``%agent accept N``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import ipywidgets as w
+
+from . import render
+from .actions import Inserter
+from .client import AgentClient, CodeAgentError
+from .items import ItemView, make_view
+from .state import PanelState, reduce
+
+log = logging.getLogger(__name__)
+TICK_S = 1.0
+
+
+class AgentPanel:
+    """One panel = at most one session; ``widget`` is what gets displayed."""
+
+    def __init__(
+        self,
+        client: AgentClient | None,
+        *,
+        notebook_path: str | None = None,
+        model: str | None = None,
+        max_steps: int | None = None,
+        inserter: Inserter | None = None,
+    ) -> None:
+        self.client = client
+        self.notebook_path = notebook_path
+        self.model = model
+        self.max_steps = max_steps
+        self.inserter = inserter
+        self.session_id: str | None = None
+        self.state = PanelState()
+        self.note = ""
+        self._views: dict[str, ItemView] = {}
+        self._warmed = False
+        self._follow_task: asyncio.Task[None] | None = None
+        self._tick_task: asyncio.Task[None] | None = None
+        self._busy: set[str] = set()
+        self._tasks: set[asyncio.Future[None]] = set()
+        self._build()
+
+    # -- layout ---------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        self.title = w.HTML(self._title_html())
+        self.status = w.HTML(render.status_html(self.state, time.time()))
+        self.plan = w.HTML("")
+        self.timeline = w.VBox([], layout=w.Layout(width="100%"))
+        self.prompt = w.Textarea(
+            placeholder="Ask the agent, e.g. load sales.csv and plot monthly revenue",
+            layout=w.Layout(width="100%", height="60px"),
+            continuous_update=True,
+        )
+        self.prompt.add_class("codeagent-prompt")
+        self.prompt.observe(self._on_typing, "value")
+        self.send = self._button("Send", "codeagent-send", self._on_send, style="primary")
+        self.stop = self._button("Stop", "codeagent-stop", self._on_stop, style="danger")
+        self.accept_all = self._button("Accept all", "codeagent-accept-all", self._on_accept_all)
+        self.controls = w.HBox([self.accept_all, self.stop])
+        self.composer = w.HBox([self.prompt, self.send], layout=w.Layout(width="100%"))
+        self.notice = w.HTML("")
+        self.widget = w.VBox(
+            [self.title, self.status, self.plan, self.timeline, self.controls, self.notice],
+            layout=w.Layout(border="1px solid #ccc", padding="6px", width="100%"),
+        )
+        self.widget.add_class("codeagent-panel")
+        self.widget.children = (*self.widget.children, self.composer)
+        self._sync_controls()
+
+    def _button(self, label: str, css: str, handler: Callable[[], Any], **kw: Any) -> w.Button:
+        button = w.Button(description=label, button_style=kw.get("style", ""))
+        button.add_class(css)
+        button.on_click(lambda _b: handler())
+        return button
+
+    def _title_html(self) -> str:
+        sid = f" <code>{render.esc(self.session_id)}</code>" if self.session_id else ""
+        return f"<b>codeagent</b>{sid}"
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+    # -- events -> view -------------------------------------------------------------------
+
+    def apply(self, event: dict[str, Any]) -> None:
+        """Fold one event into the state and update only what changed on screen."""
+        self.state = reduce(self.state, event)
+        self.refresh()
+
+    def refresh(self) -> None:
+        state = self.state
+        self.status.value = render.status_html(state, time.time(), self.note)
+        self.plan.value = render.plan_html(state.plan)
+        children = []
+        for item in state.items:
+            view = self._views.get(item.key)
+            if view is None:
+                view = make_view(item, self)
+                self._views[item.key] = view
+            else:
+                view.update(item)
+            children.append(view.widget)
+        if tuple(children) != self.timeline.children:
+            self.timeline.children = tuple(children)
+        self._sync_controls()
+
+    def _sync_controls(self) -> None:
+        running = self.state.running
+        started = self.session_id is not None
+        self.stop.disabled = not running
+        acceptable = [c for c in self.state.cells if _acceptable(c) and c.decision is None]
+        self.accept_all.disabled = not acceptable or "accept-all" in self._busy
+        self.controls.layout.display = "" if started else "none"
+        self.send.disabled = running or "send" in self._busy
+        self.send.description = "Follow up" if started else "Send"
+        self.prompt.disabled = running
+
+    def say(self, text: str) -> None:
+        """A one-line notice under the timeline (what happened to an Accept, an error)."""
+        self.notice.value = (
+            f'<div class="codeagent-notice" style="font-size:12px">{render.esc(text)}</div>'
+        )
+
+    # -- session lifecycle ----------------------------------------------------------------
+
+    async def start(self, prompt: str) -> None:
+        """Start a new session with ``prompt`` and follow its events."""
+        assert self.client is not None
+        self.say("starting a sandbox…")
+        summary = await self.client.start(
+            prompt,
+            notebook_path=self.notebook_path,
+            model=self.model,
+            max_steps=self.max_steps,
+        )
+        self.session_id = summary["id"]
+        self.title.value = self._title_html()
+        self.say("")
+        self.follow()
+
+    def attach(self, session_id: str) -> None:
+        """Show an existing session: its events are replayed from 0, then followed live."""
+        self.session_id = session_id
+        self.title.value = self._title_html()
+        self.follow()
+
+    def follow(self) -> None:
+        if self._follow_task is None or self._follow_task.done():
+            self._follow_task = asyncio.ensure_future(self._follow())
+        if self._tick_task is None or self._tick_task.done():
+            self._tick_task = asyncio.ensure_future(self._tick())
+
+    async def _follow(self) -> None:
+        assert self.client is not None and self.session_id is not None
+        try:
+            async for event in self.client.events(self.session_id, since=self.state.last_seq + 1):
+                self.apply(event)
+        except CodeAgentError as e:
+            self.say(str(e))
+        except Exception as e:  # keep the kernel quiet; show what happened in the panel
+            log.exception("codeagent panel: event stream failed")
+            self.say(f"codeagent: event stream failed: {e}")
+
+    async def _tick(self) -> None:
+        """Keep the elapsed time moving while a run is going."""
+        while self._follow_task is not None and not self._follow_task.done():
+            await asyncio.sleep(TICK_S)
+            if self.state.running:
+                self.status.value = render.status_html(self.state, time.time(), self.note)
+
+    def run(self, key: str, coro: Awaitable[Any]) -> None:
+        """Run a click's API call in the background; errors become the panel's notice."""
+
+        async def guarded() -> None:
+            try:
+                await coro
+            except CodeAgentError as e:
+                self.say(str(e))
+            except Exception as e:
+                log.exception("codeagent panel: %s failed", key)
+                self.say(f"codeagent: {key} failed: {type(e).__name__}: {e}")
+            finally:
+                self._busy.discard(key)
+                self._sync_controls()
+
+        self._busy.add(key)
+        self._sync_controls()
+        task = asyncio.ensure_future(guarded())
+        self._tasks.add(task)  # the loop keeps only weak references to tasks
+        task.add_done_callback(self._tasks.discard)
+
+    # -- handlers -------------------------------------------------------------------------
+
+    def _on_typing(self, change: dict[str, Any]) -> None:
+        if self._warmed or not change["new"] or self.client is None or self.session_id:
+            return
+        self._warmed = True
+        self.run("warm", self.client.warm(self.notebook_path))
+
+    def _on_send(self) -> None:
+        text = self.prompt.value.strip()
+        if not text or self.client is None:
+            return
+        self.prompt.value = ""
+        if self.session_id is None:
+            self.run("send", self.start(text))
+        else:
+            self.run("send", self.client.follow_up(self.session_id, text))
+
+    def _on_stop(self) -> None:
+        if self.client is not None and self.session_id is not None:
+            self.say("stopping…")
+            self.run("stop", self.client.cancel(self.session_id))
+
+    def decide(self, tool_call_id: str, accept: bool) -> None:
+        """Accept (record + insert) or reject (record) one cell."""
+        self.run(f"decide-{tool_call_id}", self._decide([tool_call_id], accept))
+
+    def _on_accept_all(self) -> None:
+        ids = [c.tool_call_id for c in self.state.cells if _acceptable(c) and c.decision is None]
+        if ids:
+            self.run("accept-all", self._decide(ids, True))
+
+    async def _decide(self, tool_call_ids: list[str], accept: bool) -> None:
+        assert self.client is not None and self.session_id is not None
+        for tcid in tool_call_ids:
+            await self.client.decide(self.session_id, tcid, accept)
+        if accept and self.inserter is not None:
+            cells = [c for c in (self.state.cell(t) for t in tool_call_ids) if c is not None]
+            self.say(await self.inserter.insert(self.session_id, cells))
+
+    def approve(self, tool_call_id: str, approved: bool) -> None:
+        assert self.client is not None and self.session_id is not None
+        self.run(
+            f"approve-{tool_call_id}", self.client.approve(self.session_id, tool_call_id, approved)
+        )
+
+    def close(self) -> None:
+        for task in (self._follow_task, self._tick_task):
+            if task is not None:
+                task.cancel()
+        if self.inserter is not None:
+            self.inserter.close()
+        self.widget.close()
+
+
+def _acceptable(cell: Any) -> bool:
+    """Accept all takes cells that ran cleanly; failed attempts are left to the user."""
+    return cell.status == "ok" and bool(cell.code.strip())

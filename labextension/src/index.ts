@@ -1,0 +1,85 @@
+/**
+ * codeagent-jupyter for JupyterLab: what the kernel-side panel cannot do itself.
+ *
+ * - every notebook's kernel gets a "codeagent" comm target, through which the
+ *   panel inserts accepted cells into the live notebook (see bridge.ts);
+ * - the command "Code Agent: new panel" inserts a `%agent` cell to start from.
+ */
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { ICommandPalette } from '@jupyterlab/apputils';
+import { INotebookTracker } from '@jupyterlab/notebook';
+
+import { connectNotebook } from './bridge';
+
+export { VERSION, COMM_TARGET } from './protocol';
+
+/** Command ids, stable: other extensions and shortcuts may refer to them. */
+export namespace CommandIDs {
+  export const newPanel = 'codeagent:new-panel';
+}
+
+/** What the new cell holds: load the extension, then the user types a request. */
+export const PANEL_CELL_SOURCE = '%load_ext codeagent_jupyter\n%agent ';
+
+/**
+ * Insert the `%agent` cell below the active cell, unexecuted, and put the
+ * cursor at its end so the user can type the request straight away.
+ */
+async function insertPanelCell(tracker: INotebookTracker): Promise<void> {
+  const panel = tracker.currentWidget;
+  const model = panel?.content.model;
+  if (!panel || !model) {
+    return;
+  }
+  const notebook = panel.content;
+  const index = notebook.activeCellIndex + 1;
+  model.sharedModel.insertCell(index, {
+    cell_type: 'code',
+    source: PANEL_CELL_SOURCE,
+    metadata: {},
+    outputs: [],
+    execution_count: null
+  });
+  notebook.activeCellIndex = index;
+  notebook.deselectAll();
+  const cell = notebook.activeCell;
+  if (!cell) {
+    return;
+  }
+  await cell.ready;
+  // When run from the command palette, the palette gives focus back to the notebook
+  // (which puts it in command mode) as it closes; enter edit mode after that.
+  await new Promise(resolve => requestAnimationFrame(resolve));
+  notebook.mode = 'edit';
+  const end = cell.editor?.getPositionAt(PANEL_CELL_SOURCE.length);
+  if (end) {
+    cell.editor?.setCursorPosition(end);
+  }
+  cell.editor?.focus();
+}
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: 'codeagent-jupyter:plugin',
+  description: 'Insert agent cells into notebooks and start agent panels.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  optional: [ICommandPalette],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    palette: ICommandPalette | null
+  ): void => {
+    tracker.forEach(connectNotebook);
+    tracker.widgetAdded.connect((_, panel) => connectNotebook(panel));
+
+    app.commands.addCommand(CommandIDs.newPanel, {
+      label: 'Code Agent: new panel',
+      caption: 'Insert a %agent cell below the active cell',
+      isEnabled: () => tracker.currentWidget !== null,
+      execute: () => insertPanelCell(tracker)
+    });
+    palette?.addItem({ command: CommandIDs.newPanel, category: 'Code Agent' });
+  }
+};
+
+export default plugin;

@@ -1,0 +1,85 @@
+"""The panel's widgets and buttons, driven as a user would (``Button.click()``), no browser.
+
+Without a frontend there is no notebook to insert into, so Accept takes the documented
+fallback (``%agent accept N``); the decision itself must still reach the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from codeagent_jupyter.widget.actions import Inserter
+from codeagent_jupyter.widget.client import AgentClient
+from codeagent_jupyter.widget.items import CellView
+from codeagent_jupyter.widget.panel import AgentPanel
+from tests.scripted_model import text, tool_calls
+
+
+async def until(condition: Callable[[], Any], timeout: float = 60.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+def test_panel_start_accept_follow_up(run: Any, client: AgentClient, scripted_model: Any) -> None:
+    run(_panel_start_accept_follow_up(client, scripted_model))
+
+
+async def _panel_start_accept_follow_up(client: AgentClient, scripted_model: Any):
+    scripted_model.set_script(
+        [
+            tool_calls(("run_cell", {"code": "x = 6 * 7\nprint(x)"})),
+            tool_calls(("run_cell", {"code": "print(x + 1)"})),
+            text("x is 42"),
+        ]
+    )
+    panel = AgentPanel(client, inserter=Inserter(None, None))
+    assert panel.controls.layout.display == "none"  # nothing to stop or accept yet
+
+    panel.prompt.value = "c"  # typing warms a sandbox, once
+    await until(lambda: "warm" not in panel._busy)
+    health = await client.health()
+    assert health["pool"]["warm_held"] == 1, health
+    panel.prompt.value = "compute x"
+    panel.send.click()
+    await until(lambda: panel.session_id is not None and panel.state.status == "answered")
+
+    assert panel.prompt.value == "" and panel.send.description == "Follow up"
+    assert panel.stop.disabled and not panel.accept_all.disabled
+    views = [v for v in panel._views.values() if isinstance(v, CellView)]
+    assert [v.item.number for v in views] == [1, 2]
+    assert all(v.buttons.layout.display == "" for v in views)
+    assert "print" in views[0].html.value and "42\n</pre>" in views[0].html.value
+    assert list(panel.timeline.children).count(views[0].widget) == 1
+    assert 'data-status="answered"' in panel.status.value
+
+    views[1].accept.click()
+    await until(lambda: panel.state.cells[1].decision is True)
+    assert views[1].accept.disabled and views[1].accept.description == "Accepted"
+    assert "%agent accept 2" in panel.notice.value  # no labextension here: the fallback
+    panel.accept_all.click()
+    await until(lambda: panel.state.cells[0].decision is True)
+    assert panel.accept_all.disabled
+    detail = await client.session(panel.session_id)
+    decisions = [e for e in detail["events"] if e["type"] == "cell_decision"]
+    assert [(d["cell_id"], d["accepted"]) for d in decisions] == [
+        (panel.state.cells[1].tool_call_id, True),
+        (panel.state.cells[0].tool_call_id, True),
+    ]
+
+    scripted_model.set_script([tool_calls(("run_cell", {"code": "print(x * 2)"})), text("84")])
+    panel.prompt.value = "double it"
+    panel.send.click()
+    await until(lambda: len(panel.state.cells) == 3 and panel.state.status == "answered")
+    assert "84" in panel._views[panel.state.cells[2].key].html.value
+
+    # A second panel attached to the same session shows the same thing.
+    again = AgentPanel(client)
+    again.attach(panel.session_id)
+    await until(lambda: again.state.last_seq == panel.state.last_seq)
+    assert again.state == panel.state
+    panel.close()
+    again.close()

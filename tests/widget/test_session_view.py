@@ -1,0 +1,182 @@
+"""The panel's client and reducer against a real server session (scripted model, real sandbox).
+
+The event streams here are the server's real output; the reducer must turn them into the
+view the issue describes (plan, cells with tables / plots / tracebacks, the fix, status,
+answer), and a replay from ``since=0`` must give the same view (``%agent --attach``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from codeagent_jupyter.widget import render
+from codeagent_jupyter.widget.client import AgentClient, ClientError
+from codeagent_jupyter.widget.state import (
+    ApprovalItem,
+    FinishedItem,
+    PanelState,
+    PromptItem,
+    TextItem,
+    ToolItem,
+    fold,
+    reduce,
+)
+from tests.scripted_model import text, tool_calls
+from tests.server.helpers import SECRET
+
+TABLE = (
+    "from IPython.display import HTML, display\n"
+    "display(HTML('<table><tr><th>month</th><th>revenue</th></tr>"
+    "<tr><td>Jan</td><td>10</td></tr></table>'))"
+)
+PLOT = (
+    "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\n"
+    "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [10, 30, 20])\nplt.show()"
+)
+PLAN = [
+    {"step": "Load the data", "status": "in_progress"},
+    {"step": "Plot revenue", "status": "pending"},
+]
+
+
+async def collect(client: AgentClient, sid: str, since: int = 0, until: str = "run_finished"):
+    """Events from ``since`` until (and including) the first of type ``until``."""
+    events = []
+
+    async def read() -> None:
+        async for event in client.events(sid, since=since):
+            events.append(event)
+            if event["type"] == until:
+                return
+
+    await asyncio.wait_for(read(), 90)
+    return events
+
+
+def test_a_session_folds_into_the_panel_view(
+    run: Any, client: AgentClient, scripted_model: Any
+) -> None:
+    run(_a_session_folds_into_the_panel_view(client, scripted_model))
+
+
+async def _a_session_folds_into_the_panel_view(client: AgentClient, scripted_model: Any):
+    scripted_model.set_script(
+        [
+            tool_calls(("update_plan", {"steps": PLAN})),
+            tool_calls(("run_cell", {"code": TABLE})),
+            tool_calls(("run_cell", {"code": "revenue = 1 / 0"})),
+            tool_calls(("run_cell", {"code": PLOT})),
+            tool_calls(("update_plan", {"steps": [{**p, "status": "done"} for p in PLAN]})),
+            text("Revenue peaks in **February**."),
+        ]
+    )
+    summary = await client.start("plot monthly revenue")
+    sid = summary["id"]
+    events = await collect(client, sid)
+    state = fold(events)
+
+    assert [i.text for i in state.items if isinstance(i, PromptItem)] == ["plot monthly revenue"]
+    assert [p["status"] for p in state.plan] == ["done", "done"]
+    assert [p["step"] for p in state.plan] == ["Load the data", "Plot revenue"]
+    table, failed, fixed = state.cells
+    assert [c.number for c in state.cells] == [1, 2, 3]
+    assert "<table>" in render.cell_html(table)
+    assert failed.status == "error" and failed.fixes is None
+    failed_html = render.cell_html(failed)
+    assert "codeagent-traceback" in failed_html and "ZeroDivisionError" in failed_html
+    assert "\x1b[" not in failed_html  # ANSI colour codes stripped
+    assert fixed.status == "ok" and fixed.fixes == 2  # the fix that followed the error
+    assert 'class="codeagent-plot"' in render.cell_html(fixed)
+    assert "data:image/png;base64," in render.cell_html(fixed)
+    answer = [i for i in state.items if isinstance(i, TextItem) and i.is_answer]
+    assert [a.text for a in answer] == ["Revenue peaks in **February**."]
+    assert "<strong>February</strong>" in render.markdown_html(answer[0].text)
+    assert isinstance(state.items[-1], FinishedItem) and state.items[-1].answer is None
+    assert state.status == "answered" and not state.running
+    assert state.step == 6 and state.prompt_tokens > 0 and state.completion_tokens > 0
+    status = render.status_html(state, now=0.0)
+    assert "step 6" in status and "tokens" in status and 'data-status="answered"' in status
+    assert SECRET not in repr(events)
+
+    # Pure: folding step by step equals folding at once; seen events change nothing.
+    stepwise = PanelState()
+    for event in events:
+        before = stepwise
+        stepwise = reduce(stepwise, event)
+        assert reduce(stepwise, event) is stepwise
+        assert before != stepwise
+    assert stepwise == state
+    # Re-attaching (replay from 0 over a new socket, or the REST detail) gives the same view.
+    assert fold(await collect(client, sid)) == state
+    assert fold((await client.session(sid))["events"]) == state
+
+    # Accept / Reject are recorded by the server and come back as events.
+    await client.decide(sid, table.tool_call_id, True)
+    await client.decide(sid, failed.tool_call_id, False)
+    later = await collect(client, sid, since=state.last_seq + 1, until="cell_decision")
+    later += await collect(client, sid, since=later[-1]["seq"] + 1, until="cell_decision")
+    decided = fold(later, state)
+    assert [c.decision for c in decided.cells] == [True, False, None]
+    assert "accepted" in render.cell_header(decided.cells[0])
+    with pytest.raises(ClientError) as err:
+        await client.decide(sid, "call_nope", True)
+    assert err.value.status == 404 and "call_nope" in str(err.value)
+
+    # A follow-up continues the same session (and kernel): numbering and steps carry on.
+    scripted_model.set_script(
+        [tool_calls(("run_cell", {"code": "print(2 * 21)"})), text("It printed 42.")]
+    )
+    await client.follow_up(sid, "print 42")
+    more = await collect(client, sid, since=decided.last_seq + 1)
+    after = fold(more, decided)
+    prompts = [i for i in after.items if isinstance(i, PromptItem)]
+    assert [(p.text, p.run_index) for p in prompts][-1] == ("print 42", 1)
+    assert after.cells[-1].number == 4 and after.cells[-1].step == 1
+    assert "42" in render.cell_html(after.cells[-1])
+    assert after.status == "answered" and after.step == 2
+    answers = [i.text for i in after.items if isinstance(i, TextItem) and i.is_answer]
+    assert answers == ["Revenue peaks in **February**.", "It printed 42."]
+
+
+@pytest.mark.agent_settings(approval={"run_cell": "ask"})
+def test_approval_deny_and_stop(run: Any, client: AgentClient, scripted_model: Any) -> None:
+    run(_approval_deny_and_stop(client, scripted_model))
+
+
+async def _approval_deny_and_stop(client: AgentClient, scripted_model: Any):
+    scripted_model.set_script(
+        [
+            tool_calls(("run_cell", {"code": "import os; os.remove('precious.txt')"})),
+            tool_calls(("run_cell", {"code": "while True: pass"})),
+            text("unreachable"),
+        ]
+    )
+    sid = (await client.start("tidy up"))["id"]
+    events = await collect(client, sid, until="approval_requested")
+    state = fold(events)
+    (asked,) = state.pending_approvals
+    assert "precious.txt" in render.arguments_html(asked.arguments)
+    await client.approve(sid, asked.tool_call_id, False)
+
+    events += await collect(client, sid, since=state.last_seq + 1, until="approval_requested")
+    state = fold(events)
+    denied = next(i for i in state.items if isinstance(i, ToolItem))
+    assert denied.status == "denied" and "os.remove" in str(denied.arguments)
+    assert state.cells == []  # nothing ran
+    (loop_call,) = state.pending_approvals
+    await client.approve(sid, loop_call.tool_call_id, True)
+    events += await collect(client, sid, since=state.last_seq + 1, until="tool_call_started")
+    state = fold(events)
+    assert state.running and state.cells[0].status == "running"
+    await asyncio.sleep(0.5)
+    await client.cancel(sid)
+    events += await collect(client, sid, since=state.last_seq + 1)
+    state = fold(events)
+    approvals = [i for i in state.items if isinstance(i, ApprovalItem)]
+    assert [a.approved for a in approvals] == [False, True]
+    assert state.status == "cancelled" and "stopped by the user" in state.reason
+    assert state.cells[0].status != "running"
+    assert 'data-status="cancelled"' in render.status_html(state, now=0.0)
