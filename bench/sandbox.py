@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from jupyter_client import AsyncKernelManager
 
@@ -87,7 +88,8 @@ async def pool_acquire(workdir: Path, n: int) -> list[float]:
     return times
 
 
-async def sandbox_round_trips(workdir: Path, n: int) -> tuple[list[float], float]:
+async def sandbox_round_trips(workdir: Path, n: int) -> tuple[list[float], list[float], float]:
+    """``Sandbox.execute`` timings, and bare-client timings on the same kernel (ipc)."""
     async with Sandbox(workdir=workdir, limits=LIMITS) as sb:
         for _ in range(20):
             await sb.execute("1+1")
@@ -97,17 +99,14 @@ async def sandbox_round_trips(workdir: Path, n: int) -> tuple[list[float], float
             r = await sb.execute("1+1")
             times.append(time.perf_counter() - t)
             assert r.text == "2", r
+        same_kernel = await raw_loop(sb._kc, n)
         await asyncio.sleep(1)
         rss = tree_rss_mib(sb._km.provisioner.pid)
-    return times, rss
+    return times, same_kernel, rss
 
 
-async def raw_round_trips(n: int) -> tuple[list[float], float]:
-    km = AsyncKernelManager(kernel_name="python3")
-    await km.start_kernel(stderr=subprocess.DEVNULL)
-    kc = km.client()
-    kc.start_channels()
-    await kc.wait_for_ready(timeout=60)
+async def raw_loop(kc: Any, n: int) -> list[float]:
+    """``1+1`` through a bare jupyter_client: execute, wait for idle and the reply."""
 
     async def once() -> None:
         msg_id = kc.execute("1+1")
@@ -122,14 +121,24 @@ async def raw_round_trips(n: int) -> tuple[list[float], float]:
         while (await kc.get_shell_msg(timeout=10))["parent_header"].get("msg_id") != msg_id:
             pass
 
+    for _ in range(20):
+        await once()
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        await once()
+        times.append(time.perf_counter() - t)
+    return times
+
+
+async def raw_round_trips(n: int) -> tuple[list[float], float]:
+    km = AsyncKernelManager(kernel_name="python3")
+    await km.start_kernel(stderr=subprocess.DEVNULL)
+    kc = km.client()
+    kc.start_channels()
+    await kc.wait_for_ready(timeout=60)
     try:
-        for _ in range(20):
-            await once()
-        times = []
-        for _ in range(n):
-            t = time.perf_counter()
-            await once()
-            times.append(time.perf_counter() - t)
+        times = await raw_loop(kc, n)
         await asyncio.sleep(1)
         rss = tree_rss_mib(km.provisioner.pid)
     finally:
@@ -150,7 +159,7 @@ async def main() -> None:
         cold_raw = await cold_start_raw(args.cold)
         acquire = await pool_acquire(workdir, args.acquire)
         raw, raw_rss = await raw_round_trips(args.cells)
-        ours, our_rss = await sandbox_round_trips(workdir, args.cells)
+        ours, raw_ipc, our_rss = await sandbox_round_trips(workdir, args.cells)
         async with Sandbox(workdir=workdir, limits=LIMITS) as sb:
             enforcement = sb.enforcement
 
@@ -164,8 +173,15 @@ async def main() -> None:
             "Sandbox.execute 1+1",
             pct(ours, 0.5) * ms,
             pct(ours, 0.95) * ms,
-            f"x{statistics.median(ours) / statistics.median(raw):.2f} of raw p50, "
-            f"+{(statistics.median(ours) - statistics.median(raw)) * ms:.2f} ms",
+            f"x{statistics.median(ours) / statistics.median(raw):.2f} of raw python3 p50, "
+            f"{(statistics.median(ours) - statistics.median(raw)) * ms:+.2f} ms",
+        ),
+        (
+            "raw jupyter_client 1+1, same sandbox kernel (ipc)",
+            pct(raw_ipc, 0.5) * ms,
+            pct(raw_ipc, 0.95) * ms,
+            "Sandbox.execute overhead over this: "
+            f"{(statistics.median(ours) - statistics.median(raw_ipc)) * ms:+.2f} ms p50",
         ),
     ]
     print("| measure | p50 (ms) | p95 (ms) | note |")

@@ -191,7 +191,7 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
     from .tools import ToolBox
 
     session = _load_session(load_session, args.session)
-    if not session.turns:
+    if not any(session.turns):
         raise ConfigError(f"{str(args.session)!r} has no recorded model turns to replay")
     workdir = _workdir(args.workdir)
     default_out = workdir / ".codeagent" / "replays" / args.session.name

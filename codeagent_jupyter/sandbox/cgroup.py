@@ -1,8 +1,11 @@
-"""A ``pids`` cgroup per sandbox: the process limit that also holds for root.
+"""A cgroup per sandbox: process and total-memory limits that also hold for root.
 
-RLIMIT_NPROC is ignored for root and counts every process of the user otherwise, so
-where a pids controller is writable each kernel gets its own group with ``pids.max``.
-The launcher creates and joins it; the provisioner removes it when the kernel is gone.
+RLIMIT_NPROC is ignored for root (and counts every process of the user otherwise), and
+RLIMIT_DATA is per process, so where a cgroup controller is writable each kernel gets
+its own group with ``pids.max`` and a memory ceiling for the kernel plus everything it
+starts. Groups are created under the caller's own cgroup (that is often the only part
+of the tree a container may write). The launcher creates and joins them; the
+provisioner removes them when the kernel is gone.
 """
 
 from __future__ import annotations
@@ -13,52 +16,70 @@ import signal
 import time
 from pathlib import Path
 
-_V1_ROOT = Path("/sys/fs/cgroup/pids")
-_V2_ROOT = Path("/sys/fs/cgroup")
+_ROOT = Path("/sys/fs/cgroup")
 _GROUP = "codeagent-sandbox"
+CONTROLLERS = ("pids", "memory")
 
 
-def _v2_base() -> Path | None:
-    """Our own cgroup v2 directory, if it delegates the pids controller to children."""
-    try:
-        line = next(
-            (ln for ln in Path("/proc/self/cgroup").read_text().splitlines() if ln[:3] == "0::"),
-            None,
-        )
-    except OSError:
-        return None
-    if line is None or not (_V2_ROOT / "cgroup.controllers").exists():
-        return None
-    base = _V2_ROOT / line[3:].lstrip("/")
-    try:
-        if "pids" not in (base / "cgroup.subtree_control").read_text().split():
-            return None
-    except OSError:
-        return None
-    return base
+def _own_paths() -> dict[str, str]:
+    """Controller (or "" for cgroup v2) -> this process's cgroup path."""
+    found: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            for name in controllers.split(",") if controllers else [""]:
+                found[name] = path.lstrip("/")
+    return found
 
 
-def cgroup_dir(kernel_id: str) -> Path | None:
-    """Where the group for ``kernel_id`` lives on this machine, or None without a pids cgroup."""
-    if (_V1_ROOT / "pids.max").exists() or (_V1_ROOT / "cgroup.procs").exists():
-        return _V1_ROOT / _GROUP / kernel_id
-    base = _v2_base()
-    return base / f"{_GROUP}-{kernel_id}" if base else None
+def group_dirs(kernel_id: str) -> dict[str, Path]:
+    """Controller -> directory of the group for ``kernel_id`` (only where one can exist)."""
+    own = _own_paths()
+    dirs: dict[str, Path] = {}
+    for name in CONTROLLERS:
+        if name in own and (_ROOT / name / "cgroup.procs").exists():
+            dirs[name] = _ROOT / name / own[name] / _GROUP / kernel_id
+    if not dirs and "" in own and (_ROOT / "cgroup.controllers").exists():
+        base = _ROOT / own[""]
+        with contextlib.suppress(OSError):
+            enabled = (base / "cgroup.subtree_control").read_text().split()
+            for name in CONTROLLERS:
+                if name in enabled:
+                    dirs[name] = base / f"{_GROUP}-{kernel_id}"
+    return dirs
 
 
-def enter(kernel_id: str, max_pids: int) -> bool:
-    """Create the group, set ``pids.max`` and move this process into it; False if not possible."""
-    path = cgroup_dir(kernel_id)
-    if path is None:
-        return False
-    _sweep(path.parent)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        (path / "pids.max").write_text(str(max_pids))
-        (path / "cgroup.procs").write_text(str(os.getpid()))
-    except OSError:
-        return False
-    return True
+def _limit_files(name: str, path: Path, value: int) -> list[tuple[Path, str]]:
+    if name == "pids":
+        return [(path / "pids.max", str(value))]
+    if (path / "memory.max").exists():  # v2
+        return [(path / "memory.max", str(value)), (path / "memory.swap.max", "0")]
+    files = [(path / "memory.limit_in_bytes", str(value))]
+    if (path / "memory.memsw.limit_in_bytes").exists():
+        files.append((path / "memory.memsw.limit_in_bytes", str(value)))
+    return files
+
+
+def enter(kernel_id: str, limits: dict[str, int]) -> set[str]:
+    """Create the groups, set their limits and move this process in; returns what worked.
+
+    ``limits`` maps a controller to its ceiling (``pids``: tasks, ``memory``: bytes).
+    """
+    applied: set[str] = set()
+    for name, path in group_dirs(kernel_id).items():
+        if name not in limits:
+            continue
+        _sweep(path.parent)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            for file, value in _limit_files(name, path, limits[name]):
+                if file.exists():
+                    file.write_text(value)
+            (path / "cgroup.procs").write_text(str(os.getpid()))
+        except OSError:
+            continue
+        applied.add(name)
+    return applied
 
 
 def _sweep(parent: Path, min_age_s: float = 300.0) -> None:
@@ -74,11 +95,13 @@ def _sweep(parent: Path, min_age_s: float = 300.0) -> None:
 
 
 def remove(kernel_id: str, wait_s: float = 2.0) -> None:
-    """Kill whatever is left in the group (e.g. forked children) and delete it."""
-    path = cgroup_dir(kernel_id)
-    if path is None or not path.exists():
-        return
-    deadline = time.monotonic() + wait_s
+    """Kill whatever is left in the groups (e.g. forked children) and delete them."""
+    for path in set(group_dirs(kernel_id).values()):
+        if path.exists():
+            _remove_one(path, time.monotonic() + wait_s)
+
+
+def _remove_one(path: Path, deadline: float) -> None:
     while True:
         try:
             pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]
@@ -89,8 +112,8 @@ def remove(kernel_id: str, wait_s: float = 2.0) -> None:
                 os.kill(pid, signal.SIGKILL)
         try:
             path.rmdir()
-            break
+            return
         except OSError:
             if time.monotonic() > deadline:
-                break
+                return
             time.sleep(0.05)

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -117,7 +118,7 @@ def bwrap_works(network: bool) -> bool:
     exe = shutil.which("bwrap")
     if not exe:
         return False
-    argv = [exe, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "true"]
+    argv = [exe, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", *_NOOP]
     if not network:
         argv.insert(1, "--unshare-net")
     return _runs(argv)
@@ -128,12 +129,19 @@ def unshare_net_works() -> bool:
     exe = shutil.which("unshare")
     if not exe:
         return False
-    return _runs([*unshare_net_prefix(exe), "true"])
+    return _runs([*unshare_net_prefix(exe), *_NOOP])
 
 
 def unshare_net_prefix(exe: str = "unshare") -> list[str]:
     """``unshare -n`` for root; unprivileged users also need a user namespace (``-r``)."""
     return [exe, "-n"] if os.geteuid() == 0 else [exe, "-r", "-n"]
+
+
+# A no-op command that needs nothing from PATH.
+_NOOP = next(
+    ([path] for path in ("/bin/true", "/usr/bin/true") if os.path.exists(path)),
+    [sys.executable, "-c", ""],
+)
 
 
 def _runs(argv: list[str]) -> bool:

@@ -54,6 +54,15 @@ def _limits() -> SandboxLimits:
     return SandboxLimits.from_dict(json.loads(raw)) if raw else SandboxLimits()
 
 
+def cgroup_memory_bytes(limits: SandboxLimits) -> int:
+    """Ceiling for the kernel and all it starts, above the per-process RLIMIT_DATA.
+
+    The headroom covers code, libraries and page cache that RLIMIT_DATA does not
+    count, so one big allocation still gets a MemoryError rather than an OOM kill.
+    """
+    return (limits.memory_mb + max(256, limits.memory_mb // 4)) * _MIB
+
+
 def _host_mpl_cache() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "codeagent-jupyter" / "matplotlib"
@@ -96,8 +105,12 @@ def outer(connection_file: Path) -> None:
 
     kernel_id = connection_file.stem.removeprefix("kernel-")
     enforcement: dict[str, str] = {}
-    if cgroup.enter(kernel_id, limits.max_processes):
+    ceilings = {"pids": limits.max_processes, "memory": cgroup_memory_bytes(limits)}
+    applied = cgroup.enter(kernel_id, ceilings)
+    if "pids" in applied:
         enforcement["processes"] = "cgroup"
+    if "memory" in applied:
+        enforcement["memory"] = "cgroup"
     ipc = info.get("transport") == "ipc"
     netns_possible = ipc and not limits.network
     network_none = "allowed" if limits.network else "none"
@@ -157,7 +170,8 @@ def _apply_rlimits(limits: SandboxLimits, enforcement: dict[str, str]) -> None:
         return True
 
     if cap(resource.RLIMIT_DATA, limits.memory_mb * _MIB):
-        enforcement["memory"] = "rlimit"
+        in_cgroup = enforcement.get("memory") == "cgroup"
+        enforcement["memory"] = "rlimit+cgroup" if in_cgroup else "rlimit"
     if cap(resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 5):
         enforcement["cpu"] = "rlimit"
     if cap(resource.RLIMIT_FSIZE, limits.file_size_mb * _MIB):

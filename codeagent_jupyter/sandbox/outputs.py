@@ -50,12 +50,19 @@ def _size(output: dict[str, Any]) -> int:
 
 
 class OutputCollector:
-    """Accumulates the outputs of one execution within a byte budget."""
+    """Accumulates the outputs of one execution within a byte budget.
+
+    When streams overflow, the head is kept up to the budget and the last few KB of each
+    stream are kept too (after the truncation marker): the end of a long log is usually
+    where the result or the error is.
+    """
 
     def __init__(self, budget: int, on_output: OutputCallback | None = None) -> None:
         self.budget = budget
         self.used = 0
         self.dropped = 0
+        self.tail_limit = min(budget // 10, 16_384)
+        self._tails: dict[str, str] = {}
         self.outputs: list[dict[str, Any]] = []
         self._on_output = on_output
         self._clear_pending = False
@@ -83,9 +90,11 @@ class OutputCollector:
         size = _size(output)
         room = self.budget - self.used
         if size > room:
-            if output["output_type"] == "stream" and room > 0:
-                kept = output["text"].encode()[:room].decode(errors="ignore")
-                self.dropped += size - len(kept.encode())
+            if output["output_type"] == "stream":
+                kept = output["text"].encode()[: max(room, 0)].decode(errors="ignore")
+                self._keep_tail(output["name"], output["text"][len(kept) :])
+                if not kept:
+                    return
                 output["text"] = kept
                 size = len(kept.encode())
             else:
@@ -111,8 +120,16 @@ class OutputCollector:
             stored["text"] = collapse_cr(stored["text"])
         self.outputs.append(stored)
 
+    def _keep_tail(self, name: str, text: str) -> None:
+        tail = self._tails.get(name, "") + text
+        if len(tail) > self.tail_limit:
+            self.dropped += len(tail[: -self.tail_limit].encode())
+            tail = tail[-self.tail_limit :]
+        self._tails[name] = tail
+
     def finish(self) -> list[dict[str, Any]]:
-        """The outputs, with a truncation marker if anything was dropped."""
+        """The outputs, with a truncation marker (then each stream's tail) if anything was cut."""
+        tails, self._tails = self._tails, {}
         if self.dropped:
             marker = (
                 f"\n[output truncated: {self.dropped} more bytes not kept "
@@ -125,7 +142,15 @@ class OutputCollector:
             if self._on_output is not None:
                 self._on_output(node)
             self.dropped = 0
+        for name, tail in tails.items():
+            self._keep(_stream(name, tail))
         return self.outputs
+
+
+def _stream(name: str, text: str) -> dict[str, Any]:
+    from nbformat.v4 import new_output
+
+    return new_output("stream", name=name, text=text)
 
 
 def _cap_lines(lines: list[str], limit: int) -> list[str]:

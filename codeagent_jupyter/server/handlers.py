@@ -7,7 +7,6 @@ JSON ``{"message": ..., "reason": ...}`` with the status the caller can act on.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from http.client import responses
 from typing import Any
@@ -226,32 +225,35 @@ class EventsHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: 
 
     def open(self, session_id: str) -> None:  # type: ignore[override]
         super().open()
-        self.queue = self.session.log.subscribe(self.since)
+        self.session.log.subscribe(self._send, self.since)
         if self.session.closed:
-            self.queue.put_nowait(None)  # a finished session: replay, then close
-        self.pump = asyncio.ensure_future(self._pump())
+            self.close(1000, "session closed")  # a finished session: replayed, then closed
 
-    async def _pump(self) -> None:
-        while True:
-            data = await self.queue.get()
-            if data is None:
-                self.close(1000, "session closed")
-                return
-            try:
-                await self.write_message(json.dumps(data, default=str))
-            except WebSocketClosedError:
-                return
+    def _send(self, data: dict[str, Any] | None) -> None:
+        """Write one event now (called from the session's event log)."""
+        if data is None:
+            self.close(1000, "session closed")
+            return
+        try:
+            sent = self.write_message(json.dumps(data, default=str))
+        except WebSocketClosedError:
+            self.session.log.unsubscribe(self._send)
+            return
+        sent.add_done_callback(_consume)
 
     def on_message(self, message: str | bytes) -> None:
         """Clients only listen; anything they send is ignored."""
 
     def on_close(self) -> None:
-        queue = getattr(self, "queue", None)
-        if queue is not None:
-            self.session.log.unsubscribe(queue)
-        pump = getattr(self, "pump", None)
-        if pump is not None:
-            pump.cancel()
+        session = getattr(self, "session", None)
+        if session is not None:
+            session.log.unsubscribe(self._send)
+
+
+def _consume(future: Any) -> None:
+    """A write to a client that went away fails; that is expected, not worth a log line."""
+    if not future.cancelled():
+        future.exception()
 
 
 def route_table() -> list[tuple[str, type]]:

@@ -1,7 +1,7 @@
-"""``SessionManager``: owns every session, the sandbox pool and the models of the server.
+"""``SessionManager``: owns every session, where their sandboxes come from, and the models.
 
 Handlers only translate HTTP to calls here. All of it runs on the server's event loop, so
-the bookkeeping (session table, per-user counts, warm sandboxes) needs no locks.
+the bookkeeping (session table, per-user counts) needs no locks.
 """
 
 from __future__ import annotations
@@ -14,17 +14,16 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from .. import events as ev
 from ..config import SandboxLimits
 from .errors import ApiError
 from .session import AgentSession
+from .store import load_saved_sessions
+from .supply import SandboxSupply, shutdown_quietly
 from .workspace import NotebookResolver
-
-INTERRUPTED_REASON = "the server stopped while this run was in progress"
 
 
 class SessionManager:
-    """Creates, finds and closes sessions; keeps the pool warm; restores sessions from disk."""
+    """Creates, finds and closes sessions; restores earlier ones from their notebooks."""
 
     def __init__(
         self,
@@ -41,137 +40,36 @@ class SessionManager:
         self.log = log or logging.getLogger(__name__)
         self.default_limits: SandboxLimits = settings.sandbox_limits()
         self.sessions: dict[str, AgentSession] = {}
-        self.pool: Any = None
-        self._pool_lock: asyncio.Lock | None = None
-        self._pool_error: str | None = None
-        self._warm: dict[str, tuple[Any, Path, float]] = {}
+        self.supply = SandboxSupply(
+            root_dir=self.root_dir,
+            limits=self.default_limits,
+            pool_size=settings.pool_size,
+            log=self.log,
+        )
         self._models: dict[str, Any] = {}
-        self._enforcement: dict[str, Any] | None = None
         self._reaper: asyncio.Task[None] | None = None
         self._stopping = False
 
-    # -- persistence ----------------------------------------------------------------------
-
     def load_saved(self) -> None:
-        """List the sessions recorded under ``sessions_dir``; mark cut-off runs interrupted."""
-        from ..recorder import NotebookRecorder, load_session
-
-        if not self.sessions_dir.is_dir():
-            return
-        for path in sorted(self.sessions_dir.glob("*.ipynb")):
-            try:
-                record = load_session(path)
-            except Exception as e:
-                self.log.warning("codeagent: skipping %s: %s", path.name, e)
-                continue
-            events = [e.to_dict() for e in record.events]
-            status = record.status
-            if status == "running":
-                # The server died mid-run: close the run in the notebook so it says so.
-                seq = events[-1]["seq"] + 1 if events else 0
-                finished = ev.RunFinished(seq=seq, status=ev.INTERRUPTED, reason=INTERRUPTED_REASON)
-                try:
-                    NotebookRecorder(path).emit(finished)
-                except Exception as e:
-                    self.log.warning("codeagent: cannot mark %s interrupted: %s", path.name, e)
-                events.append(finished.to_dict())
-                status = ev.INTERRUPTED
-            meta = record.notebook.metadata.get("codeagent", {})
-            extra = (meta.get("config") or {}).get("extra_context") or {}
-            session = AgentSession(
-                path.stem,
-                owner=str(extra.get("owner", "")),
-                path=path,
-                notebook_path=extra.get("notebook_path"),
-                model=record.model,
-                created=(meta.get("timings") or {}).get("started"),
-                events=events,
-                status=status,
-            )
-            session.closed = True
+        """List the sessions recorded under ``sessions_dir`` (cut-off runs: interrupted)."""
+        for session in load_saved_sessions(self.sessions_dir, self.log):
             self.sessions[session.id] = session
 
-    # -- the pool -------------------------------------------------------------------------
-
     async def ensure_pool(self) -> Any:
-        """Start the sandbox pool once; later calls return it (or None if it cannot start)."""
-        if self._pool_lock is None:
-            self._pool_lock = asyncio.Lock()
-        async with self._pool_lock:
-            if self.pool is None and not self._stopping:
-                pool = None
-                try:
-                    from ..sandbox import SandboxPool
+        """Start the sandbox pool (once) and the housekeeping task."""
+        self._ensure_reaper()
+        return await self.supply.ensure_pool()
 
-                    pool = SandboxPool(
-                        size=self.settings.pool_size,
-                        workdir=self.root_dir,
-                        limits=self.default_limits,
-                    )
-                    await pool.start()
-                except Exception as e:
-                    self._pool_error = str(e)
-                    self.log.error("codeagent: sandbox pool failed to start: %s", e)
-                    if pool is not None:
-                        with contextlib.suppress(Exception):
-                            await pool.shutdown()
-                    return None
-                self.pool = pool
-                self._pool_error = None
-            if self._reaper is None and not self._stopping:
-                self._reaper = asyncio.ensure_future(self._reap())
-            return self.pool
-
-    async def _acquire(self, owner: str, workdir: Path, limits: SandboxLimits) -> Any:
-        """A started sandbox for a new session: the owner's warm one, the pool's, or a new one."""
-        from ..sandbox import Sandbox
-
-        if limits == self.default_limits:
-            warm = self._warm.pop(owner, None)
-            if warm is not None:
-                sandbox, warm_dir, _ = warm
-                if warm_dir == workdir:
-                    return sandbox
-                await _shutdown_quietly(sandbox)
-            pool = await self.ensure_pool()
-            if pool is not None:
-                return await pool.acquire(workdir=workdir)
-        sandbox = Sandbox(workdir=workdir, limits=limits)
-        await sandbox.start()
-        return sandbox
+    def _ensure_reaper(self) -> None:
+        if self._reaper is None and not self._stopping:
+            self._reaper = asyncio.ensure_future(self._reap())
 
     async def warm(self, owner: str, notebook_path: str | None) -> dict[str, Any]:
         """Hold a started sandbox for ``owner``'s next session (replaces an older warm one)."""
         workdir = self.resolver.workdir_for(notebook_path)
-        held = self._warm.get(owner)
-        if held is not None and held[1] == workdir:
-            self._warm[owner] = (held[0], workdir, time.monotonic() + self.settings.warm_ttl)
-            return {"warm": True, "pool": self.pool_status()}
-        sandbox = await self._start_sandbox(owner, workdir, self.default_limits)
-        old = self._warm.pop(owner, None)
-        self._warm[owner] = (sandbox, workdir, time.monotonic() + self.settings.warm_ttl)
-        if old is not None:
-            await _shutdown_quietly(old[0])
-        return {"warm": True, "pool": self.pool_status()}
-
-    async def _start_sandbox(self, owner: str, workdir: Path, limits: SandboxLimits) -> Any:
-        try:
-            sandbox = await self._acquire(owner, workdir, limits)
-            self._enforcement = dict(sandbox.enforcement)  # what this machine enforces
-            return sandbox
-        except ApiError:
-            raise
-        except Exception as e:
-            self.log.exception("codeagent: cannot start a sandbox")
-            raise ApiError(503, f"cannot start a sandbox kernel: {e}") from e
-
-    def pool_status(self) -> dict[str, Any]:
-        if self.pool is not None:
-            status = dict(self.pool.status())
-        else:
-            status = {"started": False, "error": self._pool_error}
-        status["warm_held"] = len(self._warm)
-        return status
+        self._ensure_reaper()
+        await self.supply.warm(owner, workdir, self.settings.warm_ttl)
+        return {"warm": True, "pool": self.supply.status()}
 
     # -- models ---------------------------------------------------------------------------
 
@@ -223,8 +121,8 @@ class SessionManager:
 
     def health(self) -> dict[str, Any]:
         """Model settings (no secret), what the sandbox really enforces, pool and sessions."""
-        pool = self.pool_status()
-        enforcement = pool.pop("enforcement", None) or self._enforcement
+        pool = self.supply.status()
+        enforcement = pool.pop("enforcement", None) or self.supply.enforcement
         return {
             "model": self.model_info(),
             "sandbox": {"limits": self.default_limits.to_dict(), "enforcement": enforcement},
@@ -270,6 +168,7 @@ class SessionManager:
 
         if self._stopping:
             raise ApiError(503, "the server is shutting down")
+        self._ensure_reaper()
         cap = self.settings.max_sessions_per_user
         if self.open_count(owner) >= cap:
             raise ApiError(
@@ -287,12 +186,12 @@ class SessionManager:
         )
         self.sessions[session_id] = session  # counts against the cap while the kernel starts
         try:
-            sandbox = await self._start_sandbox(owner, workdir, session_limits)
+            sandbox = await self.supply.get(owner, workdir, session_limits)
         except BaseException:
             del self.sessions[session_id]
             raise
         if session.closed:  # deleted or shut down while the kernel was starting
-            await _shutdown_quietly(sandbox)
+            await shutdown_quietly(sandbox)
             raise ApiError(409, f"session {session_id} was closed while starting")
         try:
             config = self.settings.agent_config()
@@ -309,7 +208,7 @@ class SessionManager:
             )
         except BaseException:
             del self.sessions[session_id]
-            await _shutdown_quietly(sandbox)
+            await shutdown_quietly(sandbox)
             raise
         session.attach(loop, sandbox, recorder)
         session.start_run(prompt)
@@ -352,18 +251,15 @@ class SessionManager:
 
     async def _reap(self) -> None:
         """Close sessions idle past ``idle_timeout`` and drop expired warm sandboxes."""
+        idle_timeout, warm_ttl = self.settings.idle_timeout, self.settings.warm_ttl
+        interval = max(0.2, min(5.0, warm_ttl / 2, idle_timeout / 2 if idle_timeout > 0 else 5.0))
         while not self._stopping:
-            await asyncio.sleep(5.0)
+            await asyncio.sleep(interval)
+            await self.supply.expire_warm()
             now = time.monotonic()
-            for owner, (sandbox, _, expires) in list(self._warm.items()):
-                if now > expires and self._warm.get(owner, (None,))[0] is sandbox:
-                    del self._warm[owner]
-                    await _shutdown_quietly(sandbox)
-            timeout = self.settings.idle_timeout
-            if timeout > 0:
+            if idle_timeout > 0:
                 for session in list(self.sessions.values()):
-                    idle = session.state == "idle" and now - session.last_activity > timeout
-                    if idle:
+                    if session.state == "idle" and now - session.last_activity > idle_timeout:
                         self.log.info("codeagent: closing idle session %s", session.id)
                         await session.close()
 
@@ -376,23 +272,8 @@ class SessionManager:
                 await self._reaper
         live = [s for s in self.sessions.values() if not s.closed]
         await asyncio.gather(*(s.close(grace_s=5.0) for s in live), return_exceptions=True)
-        warm = [held[0] for held in self._warm.values()]
-        self._warm.clear()
-        await asyncio.gather(*(_shutdown_quietly(s) for s in warm))
-        if self._pool_lock is not None:
-            async with self._pool_lock:
-                pool, self.pool = self.pool, None
-        else:
-            pool, self.pool = self.pool, None
-        if pool is not None:
-            with contextlib.suppress(Exception):
-                await pool.shutdown()
+        await self.supply.shutdown()
         for model in self._models.values():
             with contextlib.suppress(Exception):
                 await model.aclose()
         self._models.clear()
-
-
-async def _shutdown_quietly(sandbox: Any) -> None:
-    with contextlib.suppress(Exception):
-        await sandbox.shutdown()

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,25 +24,34 @@ log = logging.getLogger(__name__)
 STARTING, RUNNING, IDLE, CLOSED = "starting", "running", "idle", "closed"
 
 
-class EventLog:
-    """Every event of a session as JSON dicts, fanned out to live subscribers.
+Subscriber = Callable[[dict[str, Any] | None], None]
+"""Receives each event (as its JSON dict) in order; ``None`` means the stream has ended."""
 
-    It is an ``EventSink``: the loop calls ``emit`` on the server's event loop, and
-    ``subscribe`` copies the backlog into the new queue in the same step, so a subscriber
-    can neither miss an event nor see one twice.
+
+class EventLog:
+    """Every event of a session as JSON dicts, pushed to live subscribers as it happens.
+
+    It is an ``EventSink`` called by the loop on the server's event loop. Subscribers are
+    called synchronously from ``emit`` (a WebSocket writes to its socket right away, not
+    after the other sinks or a scheduling hop), and ``subscribe`` replays the backlog and
+    registers in the same step, so a subscriber can neither miss an event nor see one twice.
     """
 
     def __init__(self, events: list[dict[str, Any]] | None = None) -> None:
         self.events: list[dict[str, Any]] = list(events or [])
-        self._queues: set[asyncio.Queue[dict[str, Any] | None]] = set()
+        self._subscribers: list[Subscriber] = []
 
     def emit(self, event: ev.Event) -> None:
         self.append(event.to_dict())
 
     def append(self, data: dict[str, Any]) -> None:
         self.events.append(data)
-        for queue in self._queues:
-            queue.put_nowait(data)
+        for send in list(self._subscribers):
+            try:
+                send(data)
+            except Exception:
+                log.exception("event subscriber failed; dropping it")
+                self.unsubscribe(send)
 
     @property
     def next_seq(self) -> int:
@@ -50,21 +60,21 @@ class EventLog:
     def since(self, seq: int) -> list[dict[str, Any]]:
         return [e for e in self.events if e["seq"] >= seq]
 
-    def subscribe(self, since: int = 0) -> asyncio.Queue[dict[str, Any] | None]:
-        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+    def subscribe(self, send: Subscriber, since: int = 0) -> None:
         for data in self.since(since):
-            queue.put_nowait(data)
-        self._queues.add(queue)
-        return queue
+            send(data)
+        self._subscribers.append(send)
 
-    def unsubscribe(self, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
-        self._queues.discard(queue)
+    def unsubscribe(self, send: Subscriber) -> None:
+        with contextlib.suppress(ValueError):
+            self._subscribers.remove(send)
 
     def close(self) -> None:
-        """Tell every subscriber that nothing more will come (``None``)."""
-        for queue in self._queues:
-            queue.put_nowait(None)
-        self._queues.clear()
+        """Tell every subscriber that nothing more will come."""
+        subscribers, self._subscribers = self._subscribers, []
+        for send in subscribers:
+            with contextlib.suppress(Exception):
+                send(None)
 
 
 class AgentSession:
@@ -89,7 +99,9 @@ class AgentSession:
         self.model = model
         self.created = created if created is not None else time.time()
         self.log = EventLog(events)
-        self.status = status  # the last run's RunFinished.status, None before the first ends
+        self._status = status  # used when the events cannot say (a run that crashed)
+        runs = [e for e in self.log.events if e["type"] == "run_started"]
+        self.prompt = runs[0].get("prompt", "") if runs else ""
         self.loop: Any = None
         self.sandbox: Any = None
         self.recorder: Any = None
@@ -109,19 +121,28 @@ class AgentSession:
         return IDLE if self.loop is not None else STARTING
 
     @property
+    def status(self) -> str | None:
+        """The last run's ``RunFinished.status``; None while a run is under way."""
+        for event in reversed(self.log.events):
+            if event["type"] == "run_finished":
+                return str(event["status"])
+            if event["type"] == "run_started":
+                return None if self.running else self._status
+        return self._status
+
+    @property
     def running(self) -> bool:
         return self.state == RUNNING
 
     def summary(self) -> dict[str, Any]:
         events = self.log.events
-        prompt = next((e.get("prompt", "") for e in events if e["type"] == "run_started"), "")
         return {
             "id": self.id,
             "state": self.state,
             "status": self.status,
             "owner": self.owner,
             "model": self.model,
-            "prompt": prompt,
+            "prompt": self.prompt,
             "notebook_path": self.notebook_path,
             "created": self.created,
             "events": len(events),
@@ -146,18 +167,18 @@ class AgentSession:
         if self.loop is None:
             raise ApiError(409, f"session {self.id} is still starting")
         self.last_activity = time.monotonic()
+        self.prompt = self.prompt or prompt
         self.task = asyncio.ensure_future(self._run(prompt))
 
     async def _run(self, prompt: str) -> None:
         try:
-            finished = await self.loop.run(prompt)
-            self.status = finished.status
+            await self.loop.run(prompt)
         except asyncio.CancelledError:
-            self.status = ev.CANCELLED
+            self._status = ev.CANCELLED
             raise
         except Exception:  # the loop records its own errors; this is a last resort
             log.exception("session %s: run failed", self.id)
-            self.status = ev.ERROR
+            self._status = ev.ERROR
         finally:
             self.last_activity = time.monotonic()
 
@@ -210,21 +231,15 @@ class AgentSession:
         if finished.get("code") is None:
             raise ApiError(404, f"tool call {cell_id} did not produce a code cell")
         if self.loop is not None and not self.closed:
+            # Through the loop: numbered in the session's sequence, seen by every sink.
             event = self.loop.emit(ev.CellDecision, cell_id=cell_id, accepted=accepted)
         else:
             # Read-only session: continue its notebook with a recorder of our own.
             event = ev.CellDecision(seq=self.log.next_seq, cell_id=cell_id, accepted=accepted)
+            self.recorder = self.recorder or recorder_factory(self)
+            self.recorder.emit(event)
             self.log.emit(event)
-            recorder = self.recorder or recorder_factory(self)
-            self.recorder = recorder
-            recorder.emit(event)
-        self._record_decision(cell_id, accepted)
         return event.to_dict()
-
-    def _record_decision(self, cell_id: str, accepted: bool) -> None:
-        record = getattr(self.recorder, "record_decision", None)
-        if record is not None:
-            record(cell_id, accepted)
 
     # -- end ------------------------------------------------------------------------------
 

@@ -35,12 +35,14 @@ def resolve(root: Path, path: str) -> Path:
         raise ToolArgumentError("path must not contain NUL characters")
     pure = PurePosixPath(path.strip() or ".")
     if pure.is_absolute() or path.startswith("~"):
-        raise ToolError(f"path {path!r} is absolute; use a path relative to the workspace")
+        raise ToolError(
+            f"path {path!r} is outside the workspace (absolute); use a path relative to it"
+        )
     if ".." in pure.parts:
-        raise ToolError(f"path {path!r} leaves the workspace ('..' is not allowed)")
+        raise ToolError(f"path {path!r} is outside the workspace ('..' is not allowed)")
     real = (root / pure).resolve()
     if real != root and root not in real.parents:
-        raise ToolError(f"path {path!r} resolves outside the workspace (symlink); refused")
+        raise ToolError(f"path {path!r} is outside the workspace (a symlink leads out)")
     return real
 
 

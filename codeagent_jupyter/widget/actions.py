@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .bridge import BridgeError, NotebookBridge
-from .state import CellItem
+from .view import CellItem
 
 FALLBACK = (
     "The JupyterLab extension is not available here: run `%agent accept {which}` in a cell "
@@ -38,24 +38,27 @@ class Inserter:
         self.bridge = bridge
         self.anchor_cell_id = anchor_cell_id
         self.inserted: dict[int, str] = {}  # panel cell number -> notebook cell id
+        self._claimed: set[int] = set()  # inserted or being inserted
 
     async def available(self) -> bool:
         return self.bridge is not None and await self.bridge.available()
 
     async def insert(self, session_id: str, cells: list[CellItem]) -> str:
         """Insert ``cells``; returns a one-line account of what happened for the panel."""
-        todo = sorted((c for c in cells if c.number not in self.inserted), key=lambda c: c.number)
+        todo = sorted((c for c in cells if c.number not in self._claimed), key=lambda c: c.number)
         if not todo:
             return "Already in the notebook."
         if not await self.available():
             which = str(todo[0].number) if len(todo) == 1 else "all"
             return FALLBACK.format(which=which)
         assert self.bridge is not None
-        for cell in todo:
+        self._claimed.update(c.number for c in todo)  # an Accept all racing an Accept
+        for index, cell in enumerate(todo):
             entry = {"source": cell.notebook_source, "metadata": provenance(session_id, cell)}
             try:
                 ids = await self.bridge.insert_cells([entry], self._after(cell.number))
             except BridgeError as e:
+                self._claimed.difference_update(c.number for c in todo[index:])
                 return f"codeagent: could not insert cell {cell.number}: {e}"
             if ids:
                 self.inserted[cell.number] = ids[-1]

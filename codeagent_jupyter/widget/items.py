@@ -11,7 +11,7 @@ from typing import Any
 import ipywidgets as w
 
 from . import render
-from .state import (
+from .view import (
     ApprovalItem,
     CellItem,
     FinishedItem,
@@ -85,7 +85,8 @@ class FinishedView(ItemView):
         return (
             f'<div class="codeagent-finished" data-status="{render.esc(item.status)}" '
             f'style="margin-top:4px"><span style="color:{color};font-weight:bold">'
-            f"{render.esc(label)}</span> · {render.esc(item.reason)} · {item.steps} steps · "
+            f"{render.esc(label)}</span> · {render.esc(item.reason)} · "
+            f"{item.steps} step{'' if item.steps == 1 else 's'} · "
             f"{item.duration_s:.1f} s{answer}</div>"
         )
 

@@ -23,7 +23,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from .actions import Inserter
 from .bridge import NotebookBridge
 from .client import AgentClient, CodeAgentError, notebook_path
-from .panel import AgentPanel, _acceptable
+from .panel import AgentPanel
 
 USAGE = "usage: %agent [--model NAME] [--max-steps N] [--notebook-path PATH] [--attach ID] REQUEST"
 
@@ -103,13 +103,16 @@ class AgentMagics(Magics):
         except CodeAgentError as e:
             print(str(e), file=sys.stderr)
             return None
-        bridge = NotebookBridge()
+        cell_id = _current_cell_id(self.shell)
+        for old in [p for p in self.panels if cell_id and p.anchor_cell_id == cell_id]:
+            old.close()  # the cell was run again: its old panel is gone from the page
+            self.panels.remove(old)
         panel = AgentPanel(
             client,
             notebook_path=path or notebook_path(client.server),
             model=model,
             max_steps=max_steps,
-            inserter=Inserter(bridge, _current_cell_id(self.shell)),
+            inserter=Inserter(NotebookBridge(), cell_id),
         )
         self.panels.append(panel)
         display(panel.widget)
@@ -122,7 +125,7 @@ class AgentMagics(Magics):
             raise UsageError("%agent accept: no agent session in this kernel yet")
         state = panel.state
         if which == "all":
-            cells = [c for c in state.cells if _acceptable(c) and c.decision is not False]
+            cells = [c for c in state.cells if c.ran_cleanly and c.decision is not False]
         else:
             cell = state.cell_number(int(which))
             if cell is None or not cell.finished:

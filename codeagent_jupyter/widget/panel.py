@@ -45,9 +45,10 @@ class AgentPanel:
         self.inserter = inserter
         self.session_id: str | None = None
         self.state = PanelState()
-        self.note = ""
         self._views: dict[str, ItemView] = {}
         self._warmed = False
+        self._warming: asyncio.Future[None] | None = None
+        self._transient = False
         self._follow_task: asyncio.Task[None] | None = None
         self._tick_task: asyncio.Task[None] | None = None
         self._busy: set[str] = set()
@@ -74,12 +75,12 @@ class AgentPanel:
         self.controls = w.HBox([self.accept_all, self.stop])
         self.composer = w.HBox([self.prompt, self.send], layout=w.Layout(width="100%"))
         self.notice = w.HTML("")
+        parts = [self.title, self.status, self.plan, self.timeline, self.controls, self.notice]
         self.widget = w.VBox(
-            [self.title, self.status, self.plan, self.timeline, self.controls, self.notice],
+            [*parts, self.composer],
             layout=w.Layout(border="1px solid #ccc", padding="6px", width="100%"),
         )
         self.widget.add_class("codeagent-panel")
-        self.widget.children = (*self.widget.children, self.composer)
         self._sync_controls()
 
     def _button(self, label: str, css: str, handler: Callable[[], Any], **kw: Any) -> w.Button:
@@ -88,9 +89,20 @@ class AgentPanel:
         button.on_click(lambda _b: handler())
         return button
 
+    @property
+    def anchor_cell_id(self) -> str | None:
+        """The notebook cell that holds this panel (accepted cells go below it)."""
+        return self.inserter.anchor_cell_id if self.inserter is not None else None
+
     def _title_html(self) -> str:
-        sid = f" <code>{render.esc(self.session_id)}</code>" if self.session_id else ""
-        return f"<b>codeagent</b>{sid}"
+        if not self.session_id:
+            return "<b>codeagent</b>"
+        sid = render.esc(self.session_id)
+        hint = (
+            f'<span style="color:{render.MUTED};font-size:11px"> · after a kernel restart: '
+            f"%agent --attach {sid}</span>"
+        )
+        return f"<b>codeagent</b> <code>{sid}</code>{hint}"
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
@@ -101,12 +113,15 @@ class AgentPanel:
 
     def apply(self, event: dict[str, Any]) -> None:
         """Fold one event into the state and update only what changed on screen."""
+        was_running = self.state.running
         self.state = reduce(self.state, event)
+        if was_running and not self.state.running and self._transient:
+            self.say("")  # "stopping…" is answered by the run's end
         self.refresh()
 
     def refresh(self) -> None:
         state = self.state
-        self.status.value = render.status_html(state, time.time(), self.note)
+        self.status.value = render.status_html(state, time.time())
         self.plan.value = render.plan_html(state.plan)
         children = []
         for item in state.items:
@@ -125,15 +140,19 @@ class AgentPanel:
         running = self.state.running
         started = self.session_id is not None
         self.stop.disabled = not running
-        acceptable = [c for c in self.state.cells if _acceptable(c) and c.decision is None]
+        acceptable = [c for c in self.state.cells if c.ran_cleanly and c.decision is None]
         self.accept_all.disabled = not acceptable or "accept-all" in self._busy
         self.controls.layout.display = "" if started else "none"
         self.send.disabled = running or "send" in self._busy
         self.send.description = "Follow up" if started else "Send"
         self.prompt.disabled = running
 
-    def say(self, text: str) -> None:
-        """A one-line notice under the timeline (what happened to an Accept, an error)."""
+    def say(self, text: str, *, transient: bool = False) -> None:
+        """A one-line notice under the timeline (what happened to an Accept, an error).
+
+        A ``transient`` notice is cleared when the run ends.
+        """
+        self._transient = transient
         self.notice.value = (
             f'<div class="codeagent-notice" style="font-size:12px">{render.esc(text)}</div>'
         )
@@ -144,12 +163,19 @@ class AgentPanel:
         """Start a new session with ``prompt`` and follow its events."""
         assert self.client is not None
         self.say("starting a sandbox…")
-        summary = await self.client.start(
-            prompt,
-            notebook_path=self.notebook_path,
-            model=self.model,
-            max_steps=self.max_steps,
-        )
+        if self._warming is not None:
+            await self._warming  # the sandbox warmed while typing is the one to use
+        try:
+            summary = await self.client.start(
+                prompt,
+                notebook_path=self.notebook_path,
+                model=self.model,
+                max_steps=self.max_steps,
+            )
+        except BaseException:
+            if not self.prompt.value:
+                self.prompt.value = prompt  # nothing started: give the request back
+            raise
         self.session_id = summary["id"]
         self.title.value = self._title_html()
         self.say("")
@@ -183,9 +209,9 @@ class AgentPanel:
         while self._follow_task is not None and not self._follow_task.done():
             await asyncio.sleep(TICK_S)
             if self.state.running:
-                self.status.value = render.status_html(self.state, time.time(), self.note)
+                self.status.value = render.status_html(self.state, time.time())
 
-    def run(self, key: str, coro: Awaitable[Any]) -> None:
+    def run(self, key: str, coro: Awaitable[Any]) -> asyncio.Future[None]:
         """Run a click's API call in the background; errors become the panel's notice."""
 
         async def guarded() -> None:
@@ -205,6 +231,7 @@ class AgentPanel:
         task = asyncio.ensure_future(guarded())
         self._tasks.add(task)  # the loop keeps only weak references to tasks
         task.add_done_callback(self._tasks.discard)
+        return task
 
     # -- handlers -------------------------------------------------------------------------
 
@@ -212,7 +239,7 @@ class AgentPanel:
         if self._warmed or not change["new"] or self.client is None or self.session_id:
             return
         self._warmed = True
-        self.run("warm", self.client.warm(self.notebook_path))
+        self._warming = self.run("warm", self.client.warm(self.notebook_path))
 
     def _on_send(self) -> None:
         text = self.prompt.value.strip()
@@ -226,15 +253,17 @@ class AgentPanel:
 
     def _on_stop(self) -> None:
         if self.client is not None and self.session_id is not None:
-            self.say("stopping…")
+            self.say("stopping…", transient=True)
             self.run("stop", self.client.cancel(self.session_id))
 
     def decide(self, tool_call_id: str, accept: bool) -> None:
         """Accept (record + insert) or reject (record) one cell."""
+        if f"decide-{tool_call_id}" in self._busy:
+            return  # a double click
         self.run(f"decide-{tool_call_id}", self._decide([tool_call_id], accept))
 
     def _on_accept_all(self) -> None:
-        ids = [c.tool_call_id for c in self.state.cells if _acceptable(c) and c.decision is None]
+        ids = [c.tool_call_id for c in self.state.cells if c.ran_cleanly and c.decision is None]
         if ids:
             self.run("accept-all", self._decide(ids, True))
 
@@ -259,8 +288,3 @@ class AgentPanel:
         if self.inserter is not None:
             self.inserter.close()
         self.widget.close()
-
-
-def _acceptable(cell: Any) -> bool:
-    """Accept all takes cells that ran cleanly; failed attempts are left to the user."""
-    return cell.status == "ok" and bool(cell.code.strip())

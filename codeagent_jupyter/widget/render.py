@@ -15,7 +15,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import BashLexer, PythonLexer
 
 from ..textbounds import head_tail, strip_ansi
-from .state import CellItem, PanelState
+from .view import CellItem, PanelState
 
 MAX_TEXT = 6_000  # characters of one text output shown in the panel (head + tail)
 RED = "#b3261e"

@@ -9,151 +9,35 @@ Events arrive as the JSON dicts the server sends (``Event.to_dict()``).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
-RUNNING = "running"
-CODE_TOOLS = ("run_cell", "run_command")
-HIDDEN_TOOLS = ("update_plan",)  # shown as the plan, not as a timeline entry
+from .view import (
+    CODE_TOOLS,
+    HIDDEN_TOOLS,
+    RUNNING,
+    ApprovalItem,
+    CellItem,
+    FinishedItem,
+    Item,
+    PanelState,
+    PromptItem,
+    TextItem,
+    ToolItem,
+)
 
-
-@dataclass(frozen=True)
-class PromptItem:
-    """A request: the first prompt (``run_index`` 0) or a follow-up."""
-
-    key: str
-    text: str
-    run_index: int
-
-
-@dataclass(frozen=True)
-class TextItem:
-    """The model's text for one step: streamed deltas, then the complete message."""
-
-    key: str
-    step: int
-    text: str
-    is_answer: bool = False
-
-
-@dataclass(frozen=True)
-class CellItem:
-    """A cell the agent ran (``run_cell``; ``run_command`` shown as a shell cell).
-
-    ``number`` counts code cells across the session from 1, so ``%agent accept N`` can name
-    one. ``fixes`` is the number of the failed cell this one followed, if any.
-    """
-
-    key: str
-    tool_call_id: str
-    step: int
-    number: int
-    tool: str
-    code: str
-    outputs: tuple[dict[str, Any], ...] = ()
-    status: str = RUNNING  # running | ok | error | timeout | died | refused | denied
-    execution_count: int | None = None
-    duration_s: float = 0.0
-    note: str = ""
-    fixes: int | None = None
-    decision: bool | None = None  # True accepted, False rejected, None undecided
-
-    @property
-    def finished(self) -> bool:
-        return self.status != RUNNING
-
-    @property
-    def notebook_source(self) -> str:
-        """The source to put in the user's (Python) notebook."""
-        if self.tool != "run_command":
-            return self.code
-        if "\n" in self.code.strip():
-            return "%%bash\n" + self.code
-        return "!" + self.code.strip()
-
-
-@dataclass(frozen=True)
-class ToolItem:
-    """Any other tool call (files, search): one line with its outcome."""
-
-    key: str
-    tool_call_id: str
-    step: int
-    name: str
-    arguments: Any
-    status: str = RUNNING
-    result: str = ""
-
-
-@dataclass(frozen=True)
-class ApprovalItem:
-    """A tool call waiting for (or given) the user's approval."""
-
-    key: str
-    tool_call_id: str
-    step: int
-    name: str
-    arguments: Any
-    approved: bool | None = None
-
-
-@dataclass(frozen=True)
-class FinishedItem:
-    """The end of a run: its status, the reason in words, and the answer if any."""
-
-    key: str
-    status: str
-    reason: str
-    answer: str | None
-    steps: int
-    duration_s: float
-
-
-Item = PromptItem | TextItem | CellItem | ToolItem | ApprovalItem | FinishedItem
-
-
-@dataclass(frozen=True)
-class PanelState:
-    """Everything the panel renders. ``last_seq`` is where a reconnect resumes (``since``)."""
-
-    items: tuple[Item, ...] = ()
-    plan: tuple[dict[str, str], ...] = ()
-    status: str = "idle"  # idle (nothing yet) | running | a RunFinished status
-    reason: str = ""
-    model: str = ""
-    step: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    run_started_at: float | None = None
-    run_finished_at: float | None = None
-    retry: str = ""
-    last_seq: int = -1
-    enforcement: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def running(self) -> bool:
-        return self.status == RUNNING
-
-    @property
-    def cells(self) -> list[CellItem]:
-        return [i for i in self.items if isinstance(i, CellItem)]
-
-    def cell(self, tool_call_id: str) -> CellItem | None:
-        return next((c for c in self.cells if c.tool_call_id == tool_call_id), None)
-
-    def cell_number(self, number: int) -> CellItem | None:
-        return next((c for c in self.cells if c.number == number), None)
-
-    @property
-    def pending_approvals(self) -> list[ApprovalItem]:
-        return [i for i in self.items if isinstance(i, ApprovalItem) and i.approved is None]
-
-    def elapsed(self, now: float) -> float:
-        """Seconds of the current (or last) run; ``now`` is only used while it runs."""
-        if self.run_started_at is None:
-            return 0.0
-        end = self.run_finished_at if self.run_finished_at is not None else now
-        return max(0.0, end - self.run_started_at)
+__all__ = [
+    "ApprovalItem",
+    "CellItem",
+    "FinishedItem",
+    "Item",
+    "PanelState",
+    "PromptItem",
+    "TextItem",
+    "ToolItem",
+    "fold",
+    "reduce",
+]
 
 
 def fold(events: Iterable[dict[str, Any]], state: PanelState | None = None) -> PanelState:

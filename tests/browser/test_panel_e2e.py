@@ -76,18 +76,19 @@ def lab_config(model_server: ScriptedModelServer) -> dict[str, Any]:
             "base_url": model_server.url,
             "api_key": "sk-browser-test",
             "pool_size": 1,
+            "stream": True,
             "limits": {"cell_timeout": 120, "memory_mb": 1024},
         },
     }
 
 
-def session_events(base_url: str, token: str, session_id: str) -> list[dict[str, Any]]:
+def session_detail(base_url: str, token: str, session_id: str) -> dict[str, Any]:
     request = urllib.request.Request(
         f"{base_url}codeagent/api/sessions/{session_id}",
         headers={"Authorization": f"token {token}"},
     )
     with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())["events"]
+        return json.loads(response.read())
 
 
 def test_agent_panel_in_jupyterlab(
@@ -122,6 +123,8 @@ def test_agent_panel_in_jupyterlab(
     page = browser_page
     lab = LabPage(page, base_url, token)
     lab.open_notebook(NOTEBOOK)
+    lab.execute_command("application:toggle-left-area")  # more room for the panel
+    page.set_viewport_size({"width": 1280, "height": 1500})  # the whole panel in one shot
     lab.run_cell("load")
     lab.run_cell("agent")
 
@@ -131,7 +134,7 @@ def test_agent_panel_in_jupyterlab(
     assert panel.locator(".codeagent-plan li").count() == 3
     assert "NameError" in panel.locator(".codeagent-traceback").inner_text()
     assert "fix for cell 2" in panel.locator('.codeagent-cell[data-cell="3"]').inner_text()
-    panel.locator("img.codeagent-plot").scroll_into_view_if_needed()
+    scroll_to(lab, "agent")
     assert panel.locator('.codeagent-run-status[data-status="running"]').count() == 1
     shutil.copyfile(screenshot(page, "panel"), _docs("panel.png"))
 
@@ -149,7 +152,9 @@ def test_agent_panel_in_jupyterlab(
     panel.locator(".codeagent-notice", has_text="Inserted cell 1").wait_for()
     lab.save()
 
-    events = session_events(base_url, token, session_id)
+    detail = session_detail(base_url, token, session_id)
+    assert detail["notebook_path"] == NOTEBOOK  # the kernel told the server its notebook
+    events = detail["events"]
     ran = {e["code"]: e for e in events if e["type"] == "tool_call_finished" and e.get("code")}
     cells = lab.read_saved(root).cells
     assert [c.source for c in cells] == [
@@ -169,8 +174,8 @@ def test_agent_panel_in_jupyterlab(
         assert cell.execution_count is None and cell.outputs == []  # inserted, not run
     decisions = {e["cell_id"]: e["accepted"] for e in events if e["type"] == "cell_decision"}
     assert decisions == {ran[DATA]["tool_call_id"]: True, ran[PLOT]["tool_call_id"]: True}
-    page.evaluate("() => document.querySelector('.jp-NotebookPanel .jp-Notebook').scrollTo(0, 0)")
     lab.select_cell(cells[2].id)
+    scroll_to(lab, cells[4].id, "end")
     shutil.copyfile(screenshot(page, "accepted"), _docs("accepted.png"))
 
     # Stop: a run stuck in an endless loop is cancelled and says so.
@@ -185,6 +190,22 @@ def test_agent_panel_in_jupyterlab(
     assert "cancelled" in stuck.locator(".codeagent-finished").inner_text()
     assert stuck.locator(".codeagent-stop").is_disabled()
     screenshot(page, "cancelled")
+
+
+def scroll_to(lab: LabPage, cell_id: str, align: str = "start") -> None:
+    """Scroll the notebook so the cell is at the top (or bottom) of the view."""
+    index = lab.index_of(cell_id)
+    lab.page.evaluate(
+        """async ([path, index, align]) => {
+          for (const w of window.jupyterapp.shell.widgets('main')) {
+            if (w.context && w.context.path === path) {
+              await w.content.scrollToItem(index, align);
+            }
+          }
+        }""",
+        [lab.path, index, align],
+    )
+    lab.page.wait_for_timeout(300)  # let the scroll settle before a screenshot
 
 
 def _docs(name: str) -> Path:

@@ -1,27 +1,43 @@
-"""Where bubblewrap and unshare are missing (e.g. Binder), the sandbox still runs and says so."""
+"""Where bubblewrap (or also unshare) is missing, e.g. on Binder: still run, and say so."""
 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
+
+import pytest
 
 from codeagent_jupyter.sandbox import Sandbox
 
 from .conftest import SMALL
 
 
-async def test_without_bwrap_or_unshare_claims_only_rlimits(tmp_path: Path) -> None:
-    empty_bin = tmp_path / "bin"
-    empty_bin.mkdir()
+@pytest.mark.parametrize("tools", [(), ("unshare",)], ids=["no-tools", "unshare-only"])
+async def test_without_bwrap_claims_only_what_it_applied(tmp_path: Path, tools: tuple) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in tools:
+        found = shutil.which(tool)
+        if found is None:
+            pytest.skip(f"{tool} is not installed")
+        (bin_dir / tool).symlink_to(found)
     saved = os.environ["PATH"]
-    os.environ["PATH"] = str(empty_bin)  # the launcher finds neither tool
+    os.environ["PATH"] = str(bin_dir)  # the launcher sees only these tools
     try:
         async with Sandbox(workdir=tmp_path, limits=SMALL) as sb:
             r = await sb.execute("import os; print(os.getcwd())\nb = bytearray(2 << 30)")
+            net = await sb.execute("import socket\nsocket.create_connection(('127.0.0.1', 9), 1)")
     finally:
         os.environ["PATH"] = saved
-    for key in ("network", "filesystem", "pid"):
-        assert sb.enforcement[key] == "none"
-    assert sb.enforcement["memory"] == "rlimit"
+    assert sb.enforcement["filesystem"] == "none" and sb.enforcement["pid"] == "none"
+    assert sb.enforcement["memory"].startswith("rlimit")
     assert r.status == "error" and "MemoryError" in r.text
     assert r.text.startswith(str(tmp_path.resolve()))
+    if not tools:
+        assert sb.enforcement["network"] == "none"
+        assert "Connection refused" in net.text  # loopback reachable: nothing claimed
+    elif sb.enforcement["network"] == "unshare":
+        assert "Network is unreachable" in net.text
+    else:
+        pytest.skip("unshare -n is not permitted here")

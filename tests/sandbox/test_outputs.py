@@ -40,8 +40,9 @@ def test_collector_budget_marker_and_stream_merge() -> None:
     outs = c.finish()
     assert outs[0]["text"] == "a" * 60 + "b" * 40  # merged, cut at the budget
     assert outs[1]["output_type"] == "error"  # tracebacks survive the budget
-    assert "output truncated: 80 more bytes" in outs[2]["text"]
-    assert len(seen) == 4
+    assert "output truncated: 70 more bytes" in outs[2]["text"]
+    assert outs[3] == {"output_type": "stream", "name": "stdout", "text": "c" * 10}  # the tail
+    assert len(seen) == 5
     text = render_text(outs)
     assert "\x1b" not in text and "ValueError: x" in text
 

@@ -32,8 +32,7 @@ async def test_four_sandboxes_execute_in_parallel(tmp_path: Path) -> None:
     assert not any(sb.is_alive() for sb in boxes)
     for kernel_id in ids:  # nothing left behind: sockets, connection files, cgroups
         assert not list(Path(tempfile.gettempdir()).glob(f"codeagent-sbx-*/kernel-{kernel_id}*"))
-        group = cgroup.cgroup_dir(kernel_id)
-        assert group is None or not group.exists()
+        assert not any(d.exists() for d in cgroup.group_dirs(kernel_id).values())
 
 
 async def test_pool_hands_out_fresh_sandboxes_and_refills(tmp_path: Path) -> None:

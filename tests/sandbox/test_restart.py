@@ -84,7 +84,9 @@ async def test_fork_loop_is_capped(tmp_path: Path) -> None:
         r = await sb.execute(code)
         assert r.status == "ok", r.text
         made, err = r.text.split()
-        assert int(made) < 32 and err == "BlockingIOError"
+        assert err == "BlockingIOError" and int(made) < 200
+        if sb.enforcement["processes"] == "cgroup":  # an RLIMIT_NPROC is per user: fuzzier
+            assert int(made) < limits.max_processes
         assert (await sb.execute("print('alive')")).text == "alive"
 
 

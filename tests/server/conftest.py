@@ -51,7 +51,7 @@ from tests.server.helpers import EXTENSION, SECRET, Api
 BASE_SETTINGS: dict[str, Any] = {
     "model": "scripted",
     "api_key": SECRET,
-    "pool_size": 1,
+    "pool_size": 0,  # sessions start their own kernel: no refills competing for the CPU
     "limits": {"cell_timeout": 30, "memory_mb": 1024},
     "idle_timeout": 0,
     "max_sessions_per_user": 4,

@@ -193,17 +193,17 @@ async def test_shutdown_leaves_no_sandbox_processes(
             else text("stopped")
         )
     )
-    await api.ok("POST", "warm")
-    spinning = await api.start("spin")
-    idle_script_session = await api.start("spin too")
-    ws = await api.connect(spinning["id"])
-    await api.read_until(ws, lambda e: e["type"] == "tool_call_started")
-    ws.close()
-    await api.ok("GET", f"sessions/{idle_script_session['id']}")
-    kernels = {pid: cmd for pid, cmd in descendants().items() if pid not in before}
-    assert len(kernels) >= 3, kernels  # two sessions + the warm one (+ the pool)
+    await api.ok("POST", "warm")  # a sandbox held for a session not yet asked for
+    for prompt in ("spin", "spin too"):
+        session = await api.start(prompt)
+        ws = await api.connect(session["id"])
+        await api.read_until(ws, lambda e: e["type"] == "tool_call_started")
+        ws.close()
+    spawned = {pid: cmd for pid, cmd in descendants().items() if pid not in before}
+    launchers = [cmd for cmd in spawned.values() if "codeagent_jupyter.sandbox.launcher" in cmd]
+    assert len(launchers) >= 3, spawned  # two busy sessions and the warm sandbox, at least
 
     await jp_serverapp._cleanup()  # what stopping the server does
     await asyncio.sleep(0.5)
-    left = {pid: cmd for pid, cmd in descendants().items() if pid in kernels}
+    left = {pid: cmd for pid, cmd in descendants().items() if pid in spawned}
     assert left == {}, f"sandbox processes left after shutdown: {left}"

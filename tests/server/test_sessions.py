@@ -42,6 +42,7 @@ async def test_complete_session_with_a_notebook(
     sid = session["id"]
     assert session["state"] in ("running", "idle")
     assert session["notebook_path"] == "work/analysis.ipynb"
+    assert session["prompt"] == "compute x"
 
     events = await api.run_to_end(sid)
     assert [e["seq"] for e in events] == list(range(len(events)))
@@ -233,6 +234,8 @@ async def test_accept_and_reject_are_recorded(
         if c.cell_type == "code"
     }
     assert marks == {first: True, second: False, running: None}
+    logged = [e for e in notebook.metadata["codeagent"]["events"] if e["type"] == "cell_decision"]
+    assert [(e["cell_id"], e["accepted"]) for e in logged] == [(first, True), (second, False)]
     detail = await api.ok("GET", f"sessions/{sid}")
     assert [(e["cell_id"], e["accepted"]) for e in of_type(detail["events"], "cell_decision")] == [
         (first, True),
@@ -258,3 +261,25 @@ async def test_per_user_session_cap(api: Api, scripted_model: Any) -> None:
         second["id"],
         third["id"],
     }
+
+
+@pytest.mark.codeagent(idle_timeout=1, warm_ttl=1)
+async def test_idle_sessions_and_unused_warm_sandboxes_are_released(
+    api: Api, scripted_model: Any
+) -> None:
+    scripted_model.set_script([text("hi")])
+    warm = await api.ok("POST", "warm")
+    assert warm["pool"]["warm_held"] == 1
+    session = await api.start("hello")  # takes the warm sandbox
+    assert (await api.ok("GET", "health"))["pool"]["warm_held"] == 0
+    await api.run_to_end(session["id"])
+    await api.ok("POST", "warm")
+    for _ in range(50):
+        state = (await api.ok("GET", f"sessions/{session['id']}"))["state"]
+        held = (await api.ok("GET", "health"))["pool"]["warm_held"]
+        if state == "closed" and held == 0:
+            break
+        await asyncio.sleep(0.2)
+    assert (state, held) == ("closed", 0)
+    code, body = await api.call("POST", f"sessions/{session['id']}/messages", {"text": "more"})
+    assert code == 409 and "closed" in body["message"]

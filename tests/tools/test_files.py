@@ -30,10 +30,10 @@ def tb(ws: Path) -> ToolBox:
 @pytest.mark.parametrize(
     ("path", "message"),
     [
-        ("../secret.txt", "'..' is not allowed"),
-        ("data/../../secret.txt", "'..' is not allowed"),
-        ("/etc/passwd", "is absolute"),
-        ("~/x", "is absolute"),
+        ("../secret.txt", "outside the workspace \\('..' is not allowed"),
+        ("data/../../secret.txt", "outside the workspace \\('..' is not allowed"),
+        ("/etc/passwd", r"outside the workspace \(absolute\)"),
+        ("~/x", r"outside the workspace \(absolute\)"),
     ],
 )
 async def test_paths_outside_the_workspace_are_refused(tb: ToolBox, path: str, message: str):
@@ -51,9 +51,9 @@ async def test_symlink_escape_is_refused_and_inside_symlink_works(tb: ToolBox, w
     (ws / "out").symlink_to(ws.parent / "secret.txt")
     (ws / "outdir").symlink_to(ws.parent, target_is_directory=True)
     (ws / "alias.csv").symlink_to(ws / "data" / "a.csv")
-    with pytest.raises(ToolError, match="resolves outside the workspace"):
+    with pytest.raises(ToolError, match="outside the workspace \\(a symlink leads out\\)"):
         await tb.call("read_file", {"path": "out"})
-    with pytest.raises(ToolError, match="resolves outside the workspace"):
+    with pytest.raises(ToolError, match="outside the workspace \\(a symlink leads out\\)"):
         await tb.call("write_file", {"path": "outdir/new.txt", "content": "x"})
     assert not (ws.parent / "new.txt").exists()
     res = await tb.call("read_file", {"path": "alias.csv"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ EXTENSION = (
     if hasattr(codeagent_jupyter, "load_ipython_extension")
     else "codeagent_jupyter.widget"
 )
+PACKAGE = "codeagent_jupyter" if hasattr(codeagent_jupyter, "panel") else "codeagent_jupyter.widget"
 PANELS = "get_ipython().magics_manager.registry['AgentMagics'].panels"
 
 
@@ -49,14 +51,16 @@ class Kernel:
             if m["msg_type"] == "stream" and m["content"]["name"] == name
         )
 
-    async def until(self, expression: str, expected: str, tries: int = 300) -> None:
+    async def until(self, expression: str, expected: str, timeout: float = 90) -> None:
         """Poll ``print(expression)`` in the kernel (the panel updates between cells)."""
         seen = ""
-        for _ in range(tries):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
             seen = (await self.stream(f"import time; time.sleep(0.1); print({expression})")).strip()
             if seen == expected:
                 return
-        raise AssertionError(f"{expression} stayed {seen!r}, wanted {expected!r}")
+        notices = await self.stream(f"print([p.notice.value for p in {PANELS}])")
+        raise AssertionError(f"{expression} stayed {seen!r}, wanted {expected!r}; {notices}")
 
 
 @pytest.fixture
@@ -107,6 +111,26 @@ async def _agent_magic_in_a_kernel(kernel: Kernel, client: AgentClient, scripted
     cells = await kernel.stream(f"print(len({PANELS}[-1].state.cells))")
     assert cells.strip() == "1"
 
+    # %%agent: the cell body is the request.
+    scripted_model.set_script([text("6")])
+    await kernel.run("%%agent\nadd up 1, 2 and 3\n(show your work)")
+    await kernel.until(f"{PANELS}[-1].state.status", "answered")
+    prompt = await kernel.stream(f"print(repr({PANELS}[-1].state.items[0].text))")
+    assert prompt.strip() == repr("add up 1, 2 and 3\n(show your work)")
+
+    # Options reach the server, whose refusals show up in the panel in one line.
+    await kernel.run("%agent --model someone-elses-model hello")
+    await kernel.until(f"'is not allowed' in {PANELS}[-1].notice.value", "True")
+
+    # panel(): an empty panel with a prompt box; Send starts a session.
+    reply, messages = await kernel.run(f"import {PACKAGE} as ca\np = ca.panel()")
+    assert [m for m in messages if m["msg_type"] == "display_data"]
+    assert (await kernel.stream("print(p.session_id, p.state.status)")).strip() == "None idle"
+    scripted_model.set_script([text("Hello from the agent.")])
+    await kernel.run("p.prompt.value = 'say hello'; p.send.click()")
+    await kernel.until("p.state.status", "answered")
+    assert (await kernel.stream("print(p.state.items[-2].text)")).strip() == "Hello from the agent."
+
     # No server: one line that says what to do, no panel, no traceback.
     url = json.dumps("http://127.0.0.1:9/")
     await kernel.run(f"import os; os.environ[{URL_ENV!r}] = {url}")
@@ -114,3 +138,7 @@ async def _agent_magic_in_a_kernel(kernel: Kernel, client: AgentClient, scripted
     err = "".join(m["content"].get("text", "") for m in messages if m["msg_type"] == "stream")
     assert err.startswith("codeagent: cannot reach the Jupyter server") and err.count("\n") == 1
     assert not [m for m in messages if m["msg_type"] in ("display_data", "error")]
+
+    await kernel.run(f"%unload_ext {EXTENSION}")
+    gone = await kernel.stream("%agent hello", "stderr")
+    assert "UsageError: Line magic function `%agent` not found" in gone

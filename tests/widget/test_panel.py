@@ -10,10 +10,13 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from codeagent_jupyter.widget.actions import Inserter
 from codeagent_jupyter.widget.client import AgentClient
-from codeagent_jupyter.widget.items import CellView
+from codeagent_jupyter.widget.items import ApprovalView, CellView
 from codeagent_jupyter.widget.panel import AgentPanel
+from codeagent_jupyter.widget.state import ApprovalItem, ToolItem
 from tests.scripted_model import text, tool_calls
 
 
@@ -83,3 +86,50 @@ async def _panel_start_accept_follow_up(client: AgentClient, scripted_model: Any
     assert again.state == panel.state
     panel.close()
     again.close()
+
+
+@pytest.mark.agent_settings(approval={"run_cell": "ask"})
+def test_panel_deny_approve_and_stop(run: Any, client: AgentClient, scripted_model: Any) -> None:
+    run(_panel_deny_approve_and_stop(client, scripted_model))
+
+
+async def _panel_deny_approve_and_stop(client: AgentClient, scripted_model: Any):
+    scripted_model.set_script(
+        [
+            tool_calls(("run_cell", {"code": "import os; os.remove('precious.txt')"})),
+            tool_calls(("run_cell", {"code": "while True: pass"})),
+            text("unreachable"),
+        ]
+    )
+    panel = AgentPanel(client, inserter=Inserter(None, None))
+    panel.prompt.value = "tidy up"
+    panel.send.click()
+    await until(lambda: panel.state.pending_approvals)
+    first = panel._views[panel.state.pending_approvals[0].key]
+    assert isinstance(first, ApprovalView) and first.buttons.layout.display == ""
+    assert "precious.txt" in first.html.value  # the input is shown before anything runs
+    first.deny.click()
+
+    await until(lambda: len(approvals(panel)) == 2 and panel.state.pending_approvals)
+    assert first.buttons.layout.display == "none" and "denied" in first.html.value
+    denied = next(i for i in panel.state.items if isinstance(i, ToolItem))
+    assert denied.status == "denied" and "precious.txt" in str(denied.arguments)
+    assert panel.state.cells == []  # nothing ran
+    panel._views[panel.state.pending_approvals[0].key].approve.click()
+
+    await until(lambda: panel.state.cells and panel.state.cells[0].status == "running")
+    assert not panel.stop.disabled and panel.state.running
+    await asyncio.sleep(0.5)
+    panel.stop.click()
+    await until(lambda: panel.state.status == "cancelled")
+    assert [a.approved for a in approvals(panel)] == [False, True]
+    assert "stopped by the user" in panel.state.reason
+    assert panel.state.cells[0].status != "running"
+    assert 'data-status="cancelled"' in panel.status.value
+    await until(lambda: "stopping" not in panel.notice.value)
+    assert panel.stop.disabled
+    panel.close()
+
+
+def approvals(panel: AgentPanel) -> list[ApprovalItem]:
+    return [i for i in panel.state.items if isinstance(i, ApprovalItem)]
