@@ -72,7 +72,7 @@ plt.show()
 
 def _plan(*statuses: str) -> dict:
     steps = ["Create sales.csv", "Sum revenue per month", "Plot monthly revenue"]
-    return {"steps": [{"step": s, "status": st} for s, st in zip(steps, statuses)]}
+    return {"steps": [{"step": s, "status": st} for s, st in zip(steps, statuses, strict=True)]}
 
 
 def _call(n: int, name: str, args: dict) -> dict:

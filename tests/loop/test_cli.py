@@ -40,7 +40,12 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
 def test_run_answers_and_writes_session(scripted_model, tmp_path):
     scripted_model.set_script(
         [
-            tool_calls(("run_cell", {"code": "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2]); plt.show()"})),
+            tool_calls(
+                (
+                    "run_cell",
+                    {"code": "import matplotlib.pyplot as plt\nplt.plot([1, 3, 2]); plt.show()"},
+                )
+            ),
             text("Plotted."),
         ]
     )
@@ -48,8 +53,18 @@ def test_run_answers_and_writes_session(scripted_model, tmp_path):
     user_nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("df = load('sales.csv')")])
     nbformat.write(user_nb, tmp_path / "mine.ipynb")
     result = codeagent(
-        "run", "plot something", "--model", "m", "--base-url", scripted_model.url,
-        "--workdir", str(tmp_path), "--out", str(out), "--notebook", str(tmp_path / "mine.ipynb"),
+        "run",
+        "plot something",
+        "--model",
+        "m",
+        "--base-url",
+        scripted_model.url,
+        "--workdir",
+        str(tmp_path),
+        "--out",
+        str(out),
+        "--notebook",
+        str(tmp_path / "mine.ipynb"),
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == "Plotted."
@@ -59,13 +74,21 @@ def test_run_answers_and_writes_session(scripted_model, tmp_path):
     assert "df = load('sales.csv')" in first_user and "plot something" in first_user
     nb = nbformat.read(out, as_version=4)
     nbformat.validate(nb)
-    images = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if "image/png" in o.get("data", {})]
+    images = [
+        o
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if "image/png" in o.get("data", {})
+    ]
     assert images
     assert "test-key" not in out.read_text()
 
 
 def test_usage_errors_are_one_line(scripted_model, tmp_path):
-    no_key = codeagent("run", "x", "--model", "m", env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+    no_key = codeagent(
+        "run", "x", "--model", "m", env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
+    )
     assert no_key.returncode == 2 and "key" in one_line_error(no_key).lower()
     bad_out = codeagent(
         "run", "x", "--model", "m", "--base-url", scripted_model.url, "--out", "/proc/nope/s.ipynb"
@@ -79,8 +102,17 @@ def test_usage_errors_are_one_line(scripted_model, tmp_path):
 
 def test_unreachable_model_is_reported(tmp_path):
     result = codeagent(
-        "run", "x", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-        "--workdir", str(tmp_path), "--out", str(tmp_path / "s.ipynb"), timeout=180,
+        "run",
+        "x",
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--workdir",
+        str(tmp_path),
+        "--out",
+        str(tmp_path / "s.ipynb"),
+        timeout=180,
     )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
@@ -97,9 +129,23 @@ def test_killing_the_cli_mid_run_leaves_a_valid_notebook(tmp_path):
     out = tmp_path / "s.ipynb"
     with ScriptedModelServer(script) as srv:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "codeagent_jupyter.cli", "run", "x", "--model", "m",
-             "--base-url", srv.url, "--workdir", str(tmp_path), "--out", str(out),
-             "--cell-timeout", "120"],
+            [
+                sys.executable,
+                "-m",
+                "codeagent_jupyter.cli",
+                "run",
+                "x",
+                "--model",
+                "m",
+                "--base-url",
+                srv.url,
+                "--workdir",
+                str(tmp_path),
+                "--out",
+                str(out),
+                "--cell-timeout",
+                "120",
+            ],
             env={**os.environ, "OPENAI_API_KEY": "k"},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -98,13 +99,11 @@ async def test_requests_are_cache_friendly(scripted_model, sandbox, tmp_path):
     reqs = scripted_model.requests
     # Same tools and system prompt every time, and each request extends the previous one.
     assert len({json.dumps(r["tools"], sort_keys=False) for r in reqs}) == 1
-    for before, after in zip(reqs, reqs[1:]):
+    for before, after in itertools.pairwise(reqs):
         assert after["messages"][: len(before["messages"])] == before["messages"]
 
 
-async def test_malformed_unknown_and_parallel_calls_all_answered(
-    scripted_model, sandbox, tmp_path
-):
+async def test_malformed_unknown_and_parallel_calls_all_answered(scripted_model, sandbox, tmp_path):
     bad = raw_tool_call("run_cell", '{"code": "print(1)"')
     scripted_model.set_script(
         [
@@ -156,7 +155,9 @@ async def test_rate_limit_then_success_and_persistent_500(scripted_model, sandbo
 async def test_timeout_and_kernel_death_mid_run(scripted_model, sandbox, tmp_path):
     scripted_model.set_script(
         [
-            tool_calls(("run_cell", {"code": "keep = 1\nimport time\nprint('start')\ntime.sleep(60)"})),
+            tool_calls(
+                ("run_cell", {"code": "keep = 1\nimport time\nprint('start')\ntime.sleep(60)"})
+            ),
             tool_calls(("run_cell", {"code": "print(keep)"})),
             tool_calls(("run_cell", {"code": "import os\nos._exit(1)"})),
             tool_calls(("run_cell", {"code": "print('alive')"})),
