@@ -22,9 +22,11 @@ def cell_text(event: dict[str, Any]) -> str:
     )
 
 
+@pytest.mark.codeagent(api_key=None, api_key_env="AGENT_KEY_FOR_TEST")
 async def test_complete_session_with_a_notebook(
-    api: Api, scripted_model: Any, jp_root_dir: Path
+    api: Api, scripted_model: Any, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("AGENT_KEY_FOR_TEST", SECRET)  # the key comes from the server's env
     folder = jp_root_dir / "work"
     folder.mkdir()
     (folder / "sales.csv").write_text("month,revenue\n1,10\n")
@@ -33,7 +35,13 @@ async def test_complete_session_with_a_notebook(
     nbformat.write(user_nb, folder / "analysis.ipynb")
     scripted_model.set_script(
         [
-            tool_calls(("run_cell", {"code": "import os\nprint(os.getcwd())\nx = 6 * 7"})),
+            tool_calls(
+                (
+                    "run_cell",
+                    {"code": "import os\nprint(os.getcwd(), os.environ.get('AGENT_KEY_FOR_TEST'))"},
+                ),
+            ),
+            tool_calls(("run_cell", {"code": "x = 6 * 7"})),
             tool_calls(("run_cell", {"code": "print(x)"})),
             text("x is 42"),
         ]
@@ -50,9 +58,10 @@ async def test_complete_session_with_a_notebook(
     assert events[-1]["status"] == "answered"
     assert events[-1]["answer"] == "x is 42"
     finished = of_type(events, "tool_call_finished")
-    assert [f["status"] for f in finished] == ["ok", "ok"]
-    assert cell_text(finished[0]).strip() == str(folder.resolve())
-    assert cell_text(finished[1]).strip() == "42"
+    assert [f["status"] for f in finished] == ["ok", "ok", "ok"]
+    assert cell_text(finished[0]).strip() == f"{folder.resolve()} None"  # no key in the kernel
+    assert cell_text(finished[2]).strip() == "42"
+    assert scripted_model.headers[0]["authorization"] == f"Bearer {SECRET}"
     first_request = json.dumps(scripted_model.requests[0]["messages"])
     assert "threshold = 17" in first_request  # the notebook's cells reached the model
     assert "sales.csv" in first_request
@@ -65,7 +74,7 @@ async def test_complete_session_with_a_notebook(
     notebook = nbformat.from_dict(await api.ok("GET", f"sessions/{sid}/notebook"))
     nbformat.validate(notebook)
     code_cells = [c for c in notebook.cells if c.cell_type == "code"]
-    assert [c.source for c in code_cells][1] == "print(x)"
+    assert [c.source for c in code_cells][1:] == ["x = 6 * 7", "print(x)"]
     on_disk = jp_root_dir / ".codeagent" / "sessions" / f"{sid}.ipynb"
     assert on_disk.is_file()
     everything = json.dumps([detail, listed, notebook]) + on_disk.read_text()

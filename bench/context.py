@@ -1,0 +1,159 @@
+"""What the model is sent, and what the loop costs, over a 20-step session with heavy outputs.
+
+Prints one table per measure, all from one run in this process:
+- bytes sent per request, and the total against a naive transcript that would carry every
+  output in full (target: ours <= 25 % of naive);
+- the share of each request that repeats the previous request as a prefix, which is what a
+  provider's prompt cache can reuse (target: >= 90 %);
+- the loop's own time per step: model answer received -> tool result ready, minus the
+  sandbox's execute time (target: <= 2 ms p50), without and with the notebook recorder.
+
+    python bench/context.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from codeagent_jupyter import events as ev  # noqa: E402
+from codeagent_jupyter.config import AgentConfig, SandboxLimits  # noqa: E402
+from codeagent_jupyter.loop import AgentLoop  # noqa: E402
+from codeagent_jupyter.models.openai_chat import OpenAIChatModel  # noqa: E402
+from codeagent_jupyter.recorder import NotebookRecorder  # noqa: E402
+from codeagent_jupyter.sandbox import Sandbox  # noqa: E402
+from codeagent_jupyter.tools import ToolBox  # noqa: E402
+from tests.scripted_model import ScriptedModelServer, text, tool_calls  # noqa: E402
+
+HEAVY = [
+    "print('\\n'.join(f'row {i}: ' + 'x' * 80 for i in range(3000)))",  # ~270 KB of log
+    "import numpy as np\nprint(np.arange(200_000))\nnp.random.seed(0)",
+    "def f(n):\n    return f(n + 1)\nf(0)",  # RecursionError: a very long traceback
+    "import matplotlib.pyplot as plt\nplt.plot(range(100)); plt.show()",
+    "print('ok')",
+]
+STEPS = 20
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.events: list[ev.Event] = []
+
+    def emit(self, event: ev.Event) -> None:
+        self.events.append(event)
+
+
+def script() -> list[dict]:
+    turns = [tool_calls(("run_cell", {"code": HEAVY[i % len(HEAVY)]})) for i in range(STEPS - 1)]
+    return [*turns, text("done")]
+
+
+async def session(workdir: Path, with_recorder: bool) -> tuple[list[dict], Collect]:
+    limits = SandboxLimits(output_bytes=50_000_000, cell_timeout=60)
+    collect = Collect()
+    with ScriptedModelServer(script()) as srv:
+        model = OpenAIChatModel("bench", srv.url, "bench-key")
+        async with Sandbox(workdir=workdir, limits=limits) as sandbox:
+            sinks: list = [collect]
+            if with_recorder:
+                sinks.insert(0, NotebookRecorder(workdir / "session.ipynb"))
+            loop = AgentLoop(model, sandbox, ToolBox(sandbox, workdir), sinks, AgentConfig())
+            await loop.run("run the heavy cells")
+        await model.aclose()
+        return list(srv.requests), collect
+
+
+def full_text(outputs: list[dict]) -> str:
+    """What a naive agent would paste into the conversation: every output, in full."""
+    parts = []
+    for out in outputs:
+        if out.get("output_type") == "stream":
+            parts.append(out["text"])
+        elif out.get("output_type") == "error":
+            parts.append("\n".join(out.get("traceback", [])))
+        else:
+            parts.extend(str(v) for v in out.get("data", {}).values())
+    return "".join(parts)
+
+
+def prompt_bytes(body: dict) -> str:
+    return json.dumps({"tools": body.get("tools"), "messages": body["messages"]})
+
+
+def common_prefix(a: str, b: str) -> int:
+    return len(os.path.commonprefix([a, b]))
+
+
+def overheads(collect: Collect) -> list[float]:
+    received: dict[int, float] = {}
+    result = []
+    for e in collect.events:
+        if isinstance(e, ev.AssistantMessage):
+            received[e.step] = e.time
+        elif isinstance(e, ev.ToolCallFinished):
+            result.append((e.time - received[e.step] - e.duration_s) * 1000)
+    return result
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        requests, collect = await session(Path(tmp), with_recorder=False)
+        _, recorded = await session(Path(tmp), with_recorder=True)
+    full = {
+        e.tool_call_id: full_text(e.outputs)
+        for e in collect.events
+        if isinstance(e, ev.ToolCallFinished)
+    }
+    print(f"{'request':>7} {'bytes sent':>11} {'naive bytes':>12} {'prefix reused':>14}")
+    sent_total = naive_total = 0
+    shares = []
+    reused_total = later_total = 0
+    previous = ""
+    for i, body in enumerate(requests):
+        sent = prompt_bytes(body)
+        naive = len(sent)
+        for m in body["messages"]:
+            if m["role"] == "tool":
+                naive += len(json.dumps(full.get(m["tool_call_id"], ""))) - len(
+                    json.dumps(m["content"])
+                )
+        share = common_prefix(previous, sent) / len(sent) if previous else float("nan")
+        if previous:
+            shares.append(share)
+            reused_total += common_prefix(previous, sent)
+            later_total += len(sent)
+        previous = sent
+        sent_total += len(sent)
+        naive_total += naive
+        print(f"{i + 1:>7} {len(sent):>11,} {naive:>12,} {share:>13.1%}")
+    ratio = sent_total / naive_total
+    print(f"{'total':>7} {sent_total:>11,} {naive_total:>12,}")
+    print()
+    print("| measure | value | target |")
+    print("|---|---:|---:|")
+    print(f"| bytes sent / naive transcript | {ratio:.1%} | <= 25% |")
+    print(f"| prefix reused, min over requests | {min(shares):.1%} | >= 90% |")
+    print(f"| prefix reused, mean | {statistics.mean(shares):.1%} | >= 90% |")
+    print(f"| prefix reused, bytes-weighted | {reused_total / later_total:.1%} | >= 90% |")
+    for label, sink in (("loop overhead", collect), ("loop overhead + recorder", recorded)):
+        values = overheads(sink)
+        print(
+            f"| {label}, p50 / p95 ms | {statistics.median(values):.2f} / "
+            f"{pct(values, 0.95):.2f} | <= 2 ms p50 |"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
