@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import statistics
 import sys
 import tempfile
@@ -23,14 +22,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codeagent_jupyter import events as ev  # noqa: E402
-from codeagent_jupyter.config import AgentConfig, SandboxLimits  # noqa: E402
-from codeagent_jupyter.loop import AgentLoop  # noqa: E402
-from codeagent_jupyter.models.openai_chat import OpenAIChatModel  # noqa: E402
-from codeagent_jupyter.recorder import NotebookRecorder  # noqa: E402
-from codeagent_jupyter.sandbox import Sandbox  # noqa: E402
-from codeagent_jupyter.tools import ToolBox  # noqa: E402
-from tests.scripted_model import ScriptedModelServer, text, tool_calls  # noqa: E402
+from codeagent_jupyter import events as ev
+from codeagent_jupyter.config import AgentConfig, SandboxLimits
+from codeagent_jupyter.loop import AgentLoop
+from codeagent_jupyter.models.openai_chat import OpenAIChatModel
+from codeagent_jupyter.recorder import NotebookRecorder
+from codeagent_jupyter.sandbox import Sandbox
+from codeagent_jupyter.tools import ToolBox
+from tests.scripted_model import ScriptedModelServer, text, tool_calls
 
 HEAVY = [
     "print('\\n'.join(f'row {i}: ' + 'x' * 80 for i in range(3000)))",  # ~270 KB of log
@@ -88,7 +87,14 @@ def prompt_bytes(body: dict) -> str:
 
 
 def common_prefix(a: str, b: str) -> int:
-    return len(os.path.commonprefix([a, b]))
+    n = min(len(a), len(b))
+    i = 0
+    step = 4096
+    while i < n and a[i : i + step] == b[i : i + step]:
+        i += step
+    while i < n and a[i] == b[i]:
+        i += 1
+    return min(i, n)
 
 
 def overheads(collect: Collect) -> list[float]:
