@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 import uuid
 from pathlib import Path
@@ -73,18 +74,32 @@ class SessionManager:
 
     # -- models ---------------------------------------------------------------------------
 
+    def _resolve(self) -> tuple[str, str]:
+        """The default model and endpoint; ConfigError (one line) when there is none."""
+        from ..errors import ConfigError
+        from ..models.openai_chat import resolve_settings
+
+        settings = self.settings
+        if not (settings.model or os.environ.get("CODEAGENT_MODEL")):
+            raise ConfigError(
+                "no model configured: set c.CodeAgent.model in jupyter_server_config.py "
+                "(or CODEAGENT_MODEL in the server's environment)"
+            )
+        name, base_url, _ = resolve_settings(
+            settings.model, settings.base_url, settings.resolved_api_key()
+        )
+        return name, base_url
+
     def model_for(self, requested: str | None) -> Any:
         """The model for a session; a name outside ``allowed_models`` is refused (403)."""
         from ..errors import ConfigError
-        from ..models.openai_chat import OpenAIChatModel, resolve_settings
+        from ..models.openai_chat import OpenAIChatModel
 
         settings = self.settings
         try:
-            default, base_url, _ = resolve_settings(
-                settings.model, settings.base_url, settings.resolved_api_key()
-            )
+            default, base_url = self._resolve()
         except ConfigError as e:
-            raise ApiError(503, f"the server has no usable model configured: {e}") from e
+            raise ApiError(503, str(e)) from e
         name = requested or default
         if name != default and name not in settings.allowed_models:
             raise ApiError(403, f"model {name!r} is not allowed on this server")
@@ -104,14 +119,11 @@ class SessionManager:
     def model_info(self) -> dict[str, Any]:
         """What clients may know about the model: names and endpoint, never the key."""
         from ..errors import ConfigError
-        from ..models.openai_chat import resolve_settings
 
         settings = self.settings
         info: dict[str, Any] = {"allowed_models": list(settings.allowed_models)}
         try:
-            name, base_url, _ = resolve_settings(
-                settings.model, settings.base_url, settings.resolved_api_key()
-            )
+            name, base_url = self._resolve()
             info |= {"configured": True, "name": name, "base_url": base_url}
         except ConfigError as e:
             info |= {"configured": False, "error": str(e)}

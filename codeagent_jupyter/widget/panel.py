@@ -24,6 +24,7 @@ from .state import PanelState, reduce
 
 log = logging.getLogger(__name__)
 TICK_S = 1.0
+WARM_WAIT_S = 15.0  # how long Send waits for a warm-up still in flight before starting anyway
 
 
 class AgentPanel:
@@ -163,8 +164,8 @@ class AgentPanel:
         """Start a new session with ``prompt`` and follow its events."""
         assert self.client is not None
         self.say("starting a sandbox…")
-        if self._warming is not None:
-            await self._warming  # the sandbox warmed while typing is the one to use
+        if self._warming is not None:  # the sandbox warmed while typing is the one to use
+            await asyncio.wait({self._warming}, timeout=WARM_WAIT_S)
         try:
             summary = await self.client.start(
                 prompt,
@@ -174,6 +175,7 @@ class AgentPanel:
             )
         except BaseException:
             if not self.prompt.value:
+                self._warmed = True  # giving the text back is not typing
                 self.prompt.value = prompt  # nothing started: give the request back
             raise
         self.session_id = summary["id"]

@@ -138,3 +138,13 @@ async def test_allowed_models_and_limit_ceilings(api: Api, scripted_model: Any) 
     notebook = await api.ok("GET", f"sessions/{session['id']}/notebook")
     nbformat.validate(nbformat.from_dict(notebook))
     assert SECRET not in json.dumps(notebook)
+
+
+@pytest.mark.codeagent(model=None)
+async def test_no_model_configured(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CODEAGENT_MODEL", raising=False)
+    code, body = await api.call("POST", "sessions", {"prompt": "x"})
+    assert code == 503
+    assert body["message"].startswith("no model configured: set c.CodeAgent.model")
+    health = await api.ok("GET", "health")
+    assert health["model"]["configured"] is False
