@@ -44,6 +44,7 @@ class SandboxPool:
         self.limits = limits or SandboxLimits()
         self._options = sandbox_options
         self._ready: deque[Sandbox] = deque()
+        self._enforcement: dict[str, Any] | None = None
         self._starting: set[asyncio.Task[None]] = set()
         self._changed = asyncio.Event()
         self._failures = 0
@@ -81,6 +82,7 @@ class SandboxPool:
                 await sandbox.shutdown()
             else:
                 self._ready.append(sandbox)
+                self._enforcement = dict(sandbox.enforcement)
         finally:
             self._changed.set()
 
@@ -122,6 +124,7 @@ class SandboxPool:
             "workdir": str(self.workdir),
             "failures": self._failures,
             "last_error": self._last_error,
+            "enforcement": self._enforcement,
         }
 
     async def shutdown(self) -> None:

@@ -56,7 +56,7 @@ class Inserter:
         for index, cell in enumerate(todo):
             entry = {"source": cell.notebook_source, "metadata": provenance(session_id, cell)}
             try:
-                ids = await self.bridge.insert_cells([entry], self._after(cell.number))
+                ids = await self._insert(entry, cell.number)
             except BridgeError as e:
                 self._claimed.difference_update(c.number for c in todo[index:])
                 return f"codeagent: could not insert cell {cell.number}: {e}"
@@ -65,6 +65,20 @@ class Inserter:
         numbers = ", ".join(str(c.number) for c in todo)
         plural = "s" if len(todo) > 1 else ""
         return f"Inserted cell{plural} {numbers} into the notebook (not run)."
+
+    async def _insert(self, entry: dict[str, Any], number: int) -> list[str]:
+        """Insert below the right neighbour; if the user deleted it, below the next one."""
+        assert self.bridge is not None
+        while True:
+            after = self._after(number)
+            try:
+                return await self.bridge.insert_cells([entry], after)
+            except BridgeError as e:
+                if after is None or not str(e).startswith("no cell with id"):
+                    raise
+            if after == self.anchor_cell_id:
+                self.anchor_cell_id = None  # then the frontend picks the panel's cell or cursor
+            self.inserted = {n: i for n, i in self.inserted.items() if i != after}
 
     def _after(self, number: int) -> str | None:
         """The notebook cell to insert after: the last inserted one before ``number``."""

@@ -115,6 +115,7 @@ class CellView(ItemView):
         assert isinstance(item, CellItem)
         decidable = item.finished and bool(item.code.strip()) and item.status != "cancelled"
         self.buttons.layout.display = "" if decidable else "none"
+        self.accept.button_style = "success" if item.ran_cleanly else ""  # failed: not advised
         self.accept.disabled = item.decision is not None
         self.reject.disabled = item.decision is not None
         self.accept.description = "Accepted" if item.decision is True else "Accept"
