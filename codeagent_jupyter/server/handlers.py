@@ -128,6 +128,7 @@ class SessionsHandler(BaseHandler):
                 "notebook_path": (str, False),
                 "model": (str, False),
                 "limits": (dict, False),
+                "max_steps": (int, False),
             }
         )
         session = await self.manager.create(
@@ -136,6 +137,7 @@ class SessionsHandler(BaseHandler):
             notebook_path=body.get("notebook_path"),
             model=body.get("model"),
             limits=body.get("limits"),
+            max_steps=body.get("max_steps"),
         )
         self.set_header("Location", self.request.path.rstrip("/") + "/" + session.id)
         self.reply(session.summary(), status=201)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -171,8 +172,12 @@ class SessionManager:
         notebook_path: str | None = None,
         model: str | None = None,
         limits: dict[str, Any] | None = None,
+        max_steps: int | None = None,
     ) -> AgentSession:
-        """Start a session and its first run; returns once the run is under way."""
+        """Start a session and its first run; returns once the run is under way.
+
+        ``max_steps`` may only lower the administrator's step budget (400 otherwise).
+        """
         from ..context import build_context
         from ..loop import AgentLoop
         from ..recorder import NotebookRecorder
@@ -186,6 +191,8 @@ class SessionManager:
             raise ApiError(
                 429, f"too many open sessions ({cap}); delete one (DELETE /sessions/ID) first"
             )
+        if max_steps is not None and not 0 < max_steps <= self.settings.max_steps:
+            raise ApiError(400, f"max_steps must be between 1 and {self.settings.max_steps}")
         chosen = self.model_for(model)
         session_limits = self._limits(limits)
         workdir = self.resolver.workdir_for(notebook_path)
@@ -207,6 +214,8 @@ class SessionManager:
             raise ApiError(409, f"session {session_id} was closed while starting")
         try:
             config = self.settings.agent_config()
+            if max_steps is not None:
+                config = dataclasses.replace(config, max_steps=max_steps)
             config.extra_context.update({"owner": owner, "notebook_path": notebook_path})
             recorder = NotebookRecorder(path, session_id=session_id)
             loop = AgentLoop(

@@ -72,6 +72,8 @@ async def test_bad_input_and_unknown_ids(api: Api, scripted_model: Any, jp_root_
         ('{"prompt": "x", "limits": {"gpus": 1}}', "unknown limit"),
         ('{"prompt": "x", "notebook_path": "../outside.ipynb"}', "outside the server root"),
         ('{"prompt": "x", "notebook_path": "notes.txt"}', "not a .ipynb"),
+        ('{"prompt": "x", "max_steps": 0}', "max_steps must be between 1 and"),
+        ('{"prompt": "x", "max_steps": 100000}', "max_steps must be between 1 and"),
     ]:
         code, body = await api.call("POST", "sessions", raw=raw)
         assert code == 400, f"{raw!r} answered {code}: {body}"
