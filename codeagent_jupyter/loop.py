@@ -8,17 +8,16 @@ server extension and offline replay. Everything it does is announced as an event
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from . import events as ev
 from .config import AgentConfig
 from .errors import CodeAgentError, ModelError, ReplayError, ToolArgumentError, ToolError
 from .protocols import EventSink, Model, Sandbox
+from .turns import Outcome, Totals, clean_message, parse_arguments
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -37,23 +36,6 @@ class _Stop(Exception):
         super().__init__(reason)
         self.status = status
         self.reason = reason
-
-
-@dataclass
-class _Totals:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": self.total,
-        }
 
 
 class AgentLoop:
@@ -87,7 +69,7 @@ class AgentLoop:
         self.messages: list[dict[str, Any]] = [
             {"role": "system", "content": self.config.system_prompt}
         ]
-        self.usage = _Totals()
+        self.usage = Totals()
         self.running = False
         self.run_index = 0
         self._schemas = tools.schemas()
@@ -264,7 +246,7 @@ class AgentLoop:
             total_prompt_tokens=self.usage.prompt_tokens,
             total_completion_tokens=self.usage.completion_tokens,
         )
-        message = _clean_message(reply.message)
+        message = clean_message(reply.message)
         self.messages.append(message)
         self.emit(ev.AssistantMessage, step=step, message=message)
         return message
@@ -282,22 +264,9 @@ class AgentLoop:
         function = call.get("function") or {}
         name = str(function.get("name", ""))
         raw = function.get("arguments") or "{}"
-        well_formed = True
-        outcome = _Outcome(status="ok")
-        try:
-            arguments = json.loads(raw) if isinstance(raw, str) else raw
-            if not isinstance(arguments, dict):
-                raise ToolArgumentError(f"arguments for {name!r} must be a JSON object")
-        except json.JSONDecodeError as exc:
-            arguments = raw
-            well_formed = False
-            outcome = _Outcome.refused(
-                f"Error: the arguments for {name!r} are not valid JSON ({exc.msg} at position "
-                f"{exc.pos}). Call the tool again with a JSON object matching its schema."
-            )
-        except ToolArgumentError as exc:
-            arguments, well_formed, outcome = raw, False, _Outcome.refused(f"Error: {exc}")
-        if outcome.status == "ok":
+        arguments, outcome = parse_arguments(name, raw)
+        well_formed = outcome is None
+        if outcome is None:
             outcome, well_formed = await self._approved_call(step, call_id, name, arguments, rest)
         plan = getattr(outcome.result, "plan", None)
         if plan is not None:
@@ -322,7 +291,7 @@ class AgentLoop:
 
     async def _approved_call(
         self, step: int, call_id: str, name: str, arguments: dict[str, Any], rest: list
-    ) -> tuple[_Outcome, bool]:
+    ) -> tuple[Outcome, bool]:
         if self.config.approval.get(name) == "ask":
             self.emit(
                 ev.ApprovalRequested,
@@ -346,7 +315,7 @@ class AgentLoop:
                     raise
             self.emit(ev.ApprovalDecided, tool_call_id=call_id, approved=approved)
             if not approved:
-                return _Outcome(
+                return Outcome(
                     "denied",
                     "The user denied this tool call; do not retry it "
                     "unchanged. Ask or choose another way.",
@@ -369,62 +338,12 @@ class AgentLoop:
             self._answer_unrun(rest)
             raise
         except ToolArgumentError as exc:
-            return _Outcome.refused(f"Error: {exc}"), False
+            return Outcome.refused(f"Error: {exc}"), False
         except ToolError as exc:
-            return _Outcome.refused(f"Error: {exc}"), True
+            return Outcome.refused(f"Error: {exc}"), True
         except CodeAgentError as exc:
-            return _Outcome("error", f"Error: {exc}"), True
+            return Outcome("error", f"Error: {exc}"), True
         except Exception as exc:
             log.exception("tool %s failed", name)
-            return _Outcome(
-                "error", f"Error: tool {name} failed: {type(exc).__name__}: {exc}"
-            ), True
-        return _Outcome.from_result(result), True
-
-
-@dataclass
-class _Outcome:
-    """What a tool call came to: the status, the text the model sees, the tool's result."""
-
-    status: str
-    message: str = ""
-    result: Any = None
-
-    @classmethod
-    def refused(cls, message: str) -> _Outcome:
-        return cls("refused", message)
-
-    @classmethod
-    def from_result(cls, result: Any) -> _Outcome:
-        return cls(getattr(result, "status", "ok") or "ok", "", result)
-
-    @property
-    def text(self) -> str:
-        if self.result is None:
-            return self.message
-        body = self.result.text or "(no output)"
-        if self.status == "ok":
-            return body
-        note = f" {self.result.note}" if self.result.note else ""
-        return f"[cell status: {self.status}.{note}]\n{body}"
-
-
-def _clean_message(message: dict[str, Any]) -> dict[str, Any]:
-    """Keep only the fields every OpenAI-compatible server accepts back in the history."""
-    clean: dict[str, Any] = {"role": "assistant", "content": message.get("content")}
-    calls = []
-    for call in message.get("tool_calls") or []:
-        function = call.get("function") or {}
-        calls.append(
-            {
-                "id": call.get("id"),
-                "type": "function",
-                "function": {
-                    "name": function.get("name", ""),
-                    "arguments": function.get("arguments") or "",
-                },
-            }
-        )
-    if calls:
-        clean["tool_calls"] = calls
-    return clean
+            return Outcome("error", f"Error: tool {name} failed: {type(exc).__name__}: {exc}"), True
+        return Outcome.from_result(result), True
