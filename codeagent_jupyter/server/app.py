@@ -40,6 +40,15 @@ class CodeAgent(Configurable):
         config=True,
         help="OpenAI-compatible endpoint; falls back to OPENAI_BASE_URL, then the OpenAI API.",
     )
+    recording = Unicode(
+        "",
+        config=True,
+        help=(
+            "A session notebook (relative to the server root, or absolute) whose recorded "
+            "model turns answer every session instead of a model: offline demos and "
+            "classrooms without an API key. Empty: use the configured model."
+        ),
+    )
     api_key_env = Unicode(
         "OPENAI_API_KEY",
         config=True,

@@ -23,6 +23,9 @@ from .store import load_saved_sessions
 from .supply import SandboxSupply, shutdown_quietly
 from .workspace import NotebookResolver
 
+RECORDED = "recorded"
+"""The model name of sessions answered from ``c.CodeAgent.recording``."""
+
 
 class SessionManager:
     """Creates, finds and closes sessions; restores earlier ones from their notebooks."""
@@ -97,6 +100,10 @@ class SessionManager:
         from ..models.openai_chat import OpenAIChatModel
 
         settings = self.settings
+        if settings.recording:
+            if requested not in (None, RECORDED):
+                raise ApiError(403, f"this server replays a recording; model {requested!r} is off")
+            return self._recorded_model()
         try:
             default, base_url = self._resolve()
         except ConfigError as e:
@@ -117,12 +124,28 @@ class SessionManager:
             self._models[name] = model
         return model
 
+    def _recorded_model(self) -> Any:
+        """A fresh replay of the configured recording (each session replays it from the start)."""
+        from ..errors import CodeAgentError
+        from ..models.replay import ReplayModel
+        from ..recorder import load_session
+
+        path = Path(self.settings.recording)
+        path = path if path.is_absolute() else self.root_dir / path
+        try:
+            turns = [turn for run in load_session(path).turns for turn in run]
+            return ReplayModel(turns, name=RECORDED, base_url=self.settings.recording)
+        except (OSError, ValueError, CodeAgentError) as e:
+            raise ApiError(503, f"cannot replay {self.settings.recording!r}: {e}") from e
+
     def model_info(self) -> dict[str, Any]:
         """What clients may know about the model: names and endpoint, never the key."""
         from ..errors import ConfigError
 
         settings = self.settings
         info: dict[str, Any] = {"allowed_models": list(settings.allowed_models)}
+        if settings.recording:
+            return info | {"configured": True, "name": RECORDED, "recording": settings.recording}
         try:
             name, base_url = self._resolve()
             info |= {"configured": True, "name": name, "base_url": base_url}

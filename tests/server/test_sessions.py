@@ -292,3 +292,22 @@ async def test_idle_sessions_and_unused_warm_sandboxes_are_released(
     assert (state, held) == ("closed", 0)
     code, body = await api.call("POST", f"sessions/{session['id']}/messages", {"text": "more"})
     assert code == 409 and "closed" in body["message"]
+
+
+@pytest.mark.codeagent(model=None, recording="demo/recorded.ipynb")
+async def test_recorded_demo_needs_no_model(api: Api, jp_root_dir: Path) -> None:
+    """A classroom without an API key: every session replays the recorded demo's turns."""
+    demo = Path(__file__).resolve().parents[2] / "examples" / "demo.ipynb"
+    (jp_root_dir / "demo").mkdir()
+    (jp_root_dir / "demo" / "recorded.ipynb").write_text(demo.read_text())
+    health = await api.ok("GET", "health")
+    assert health["model"]["name"] == "recorded" and health["model"]["configured"]
+    code, body = await api.call("POST", "sessions", {"prompt": "x", "model": "gpt-4o"})
+    assert code == 403, body
+
+    session = await api.start("plot monthly revenue")
+    events = await api.run_to_end(session["id"])
+    assert events[-1]["status"] == "answered", events[-1]
+    cells = of_type(events, "tool_call_finished")
+    assert [c["status"] for c in cells if c["name"] == "run_cell"] == ["ok", "error", "ok", "ok"]
+    assert any("image/png" in o.get("data", {}) for c in cells for o in c["outputs"])
