@@ -76,6 +76,11 @@ class CodeAgent(Configurable):
         help="Where session notebooks are kept; relative paths are under the server root. "
         "Default: .codeagent/sessions under the server root.",
     )
+    prices = Dict(
+        config=True,
+        help='Model name -> {"input": USD per million prompt tokens, "output": USD per million '
+        "completion tokens}; with a price, the panel shows what a session cost.",
+    )
     approval = Dict(
         config=True,
         help='Tool approval policy: tool name -> "auto" or "ask". '

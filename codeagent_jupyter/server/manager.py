@@ -240,6 +240,11 @@ class SessionManager:
             if max_steps is not None:
                 config = dataclasses.replace(config, max_steps=max_steps)
             config.extra_context.update({"owner": owner, "notebook_path": notebook_path})
+            price = self.settings.prices.get(chosen.name)
+            if isinstance(price, dict):
+                config.extra_context["price"] = {
+                    k: float(price.get(k, 0)) for k in ("input", "output")
+                }
             recorder = NotebookRecorder(path, session_id=session_id)
             loop = AgentLoop(
                 chosen,

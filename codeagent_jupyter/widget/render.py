@@ -153,6 +153,8 @@ def status_html(state: PanelState, now: float, note: str = "") -> str:
             f"{state.elapsed(now):.1f} s",
             f"{tokens:,} tokens ({state.prompt_tokens:,} in / {state.completion_tokens:,} out)",
         ]
+        if state.cost is not None:
+            parts.append(f"${state.cost:,.4f}")
     if state.model:
         parts.append(esc(state.model))
     extra = state.retry or note

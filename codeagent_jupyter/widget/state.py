@@ -74,6 +74,7 @@ def _run_started(s: PanelState, e: dict[str, Any]) -> PanelState:
         run_finished_at=None,
         retry="",
         enforcement=dict(e.get("enforcement") or {}),
+        price=((e.get("config") or {}).get("extra_context") or {}).get("price") or s.price,
     )
 
 

@@ -132,6 +132,17 @@ class PanelState:
     retry: str = ""
     last_seq: int = -1
     enforcement: dict[str, Any] = field(default_factory=dict)
+    price: dict[str, float] | None = None  # USD per million tokens, when the server has one
+
+    @property
+    def cost(self) -> float | None:
+        """What the session's tokens cost so far, in USD (None without a price)."""
+        if not self.price:
+            return None
+        return (
+            self.prompt_tokens * self.price.get("input", 0.0)
+            + self.completion_tokens * self.price.get("output", 0.0)
+        ) / 1e6
 
     @property
     def running(self) -> bool:

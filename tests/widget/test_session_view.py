@@ -54,7 +54,7 @@ async def collect(client: AgentClient, sid: str, since: int = 0, until: str = "r
     return events
 
 
-@pytest.mark.agent_settings(stream=True)
+@pytest.mark.agent_settings(stream=True, prices={"scripted": {"input": 2.0, "output": 8.0}})
 def test_a_session_folds_into_the_panel_view(
     run: Any, client: AgentClient, scripted_model: Any
 ) -> None:
@@ -102,6 +102,8 @@ async def _a_session_folds_into_the_panel_view(client: AgentClient, scripted_mod
     assert state.step == 6 and state.prompt_tokens > 0 and state.completion_tokens > 0
     status = render.status_html(state, now=0.0)
     assert "step 6" in status and "tokens" in status and 'data-status="answered"' in status
+    cost = (state.prompt_tokens * 2.0 + state.completion_tokens * 8.0) / 1e6
+    assert state.cost == pytest.approx(cost) and f"${cost:,.4f}" in status
     assert SECRET not in repr(events)
 
     # Pure: folding step by step equals folding at once; seen events change nothing.
