@@ -152,6 +152,24 @@ def _runs(argv: list[str]) -> bool:
     return done.returncode == 0
 
 
+def python_paths() -> list[Path]:
+    """Where this Python and its packages live, to bind read-only into the sandbox.
+
+    The sandbox gets a private /tmp and hides some home directories, so a virtual
+    environment or a checkout that lives there (as on CI machines) would vanish from under
+    the kernel. The working directory (``python -m`` puts it on ``sys.path``) is left out.
+    """
+    cwd = Path.cwd().resolve()
+    found = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    found |= {Path(p).resolve() for p in sys.path if p and Path(p).is_dir()}
+    found.discard(cwd)
+    kept: list[Path] = []
+    for path in sorted(found, key=lambda p: len(p.parts)):
+        if not any(path.is_relative_to(k) for k in kept):
+            kept.append(path)
+    return kept
+
+
 def bwrap_argv(
     *,
     workdir: Path,

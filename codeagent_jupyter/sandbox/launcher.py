@@ -40,6 +40,7 @@ from .isolation import (
     WORKDIR_ENV,
     bwrap_argv,
     bwrap_works,
+    python_paths,
     scrub_env,
     unshare_net_prefix,
     unshare_net_works,
@@ -121,7 +122,7 @@ def outer(connection_file: Path) -> None:
         prefix = bwrap_argv(
             workdir=workdir,
             writable=writable,
-            readable=[connection_file],
+            readable=[connection_file, *python_paths()],
             network=not netns_possible,
             tmp_bytes=max(limits.file_size_mb, 64) * _MIB,
         )
