@@ -137,13 +137,7 @@ def _approval_requested(s: PanelState, e: dict[str, Any]) -> PanelState:
 
 
 def _approval_decided(s: PanelState, e: dict[str, Any]) -> PanelState:
-    tcid = e.get("tool_call_id")
-    index = _find(s, lambda i: isinstance(i, ApprovalItem) and i.tool_call_id == tcid)
-    if index is None:
-        return s
-    current = s.items[index]
-    assert isinstance(current, ApprovalItem)
-    return _put(s, index, replace(current, approved=bool(e.get("approved"))))
+    return _update(s, ApprovalItem, e.get("tool_call_id"), approved=bool(e.get("approved")))
 
 
 def _tool_call_started(s: PanelState, e: dict[str, Any]) -> PanelState:
@@ -169,14 +163,8 @@ def _new_cell(s: PanelState, tcid: str, step: int, tool: str, code: str) -> Cell
 
 
 def _cell_output(s: PanelState, e: dict[str, Any]) -> PanelState:
-    tcid = e.get("tool_call_id")
-    index = _find(s, lambda i: isinstance(i, CellItem) and i.tool_call_id == tcid)
-    if index is None:
-        return s
-    current = s.items[index]
-    assert isinstance(current, CellItem)
     output = dict(e.get("output") or {})
-    return _put(s, index, replace(current, outputs=(*current.outputs, output)))
+    return _update(s, CellItem, e.get("tool_call_id"), add_output=output)
 
 
 def _tool_call_finished(s: PanelState, e: dict[str, Any]) -> PanelState:
@@ -249,13 +237,7 @@ def _run_finished(s: PanelState, e: dict[str, Any]) -> PanelState:
 
 
 def _cell_decision(s: PanelState, e: dict[str, Any]) -> PanelState:
-    tcid = e.get("cell_id")
-    index = _find(s, lambda i: isinstance(i, CellItem) and i.tool_call_id == tcid)
-    if index is None:
-        return s
-    current = s.items[index]
-    assert isinstance(current, CellItem)
-    return _put(s, index, replace(current, decision=bool(e.get("accepted"))))
+    return _update(s, CellItem, e.get("cell_id"), decision=bool(e.get("accepted")))
 
 
 _HANDLERS = {
@@ -287,6 +269,20 @@ def _find(s: PanelState, pred: Any, *, this_run: bool = False) -> int | None:
         if this_run and isinstance(item, PromptItem):
             return None
     return None
+
+
+def _update(s: PanelState, kind: type, tool_call_id: Any, **changes: Any) -> PanelState:
+    """Change the last ``kind`` item of ``tool_call_id``; events for unknown ids change nothing.
+
+    ``add_output`` appends one output to a cell instead of replacing a field.
+    """
+    index = _find(s, lambda i: isinstance(i, kind) and i.tool_call_id == tool_call_id)
+    if index is None:
+        return s
+    current = s.items[index]
+    if "add_output" in changes:
+        changes["outputs"] = (*current.outputs, changes.pop("add_output"))  # type: ignore[attr-defined]
+    return _put(s, index, replace(current, **changes))
 
 
 def _put(s: PanelState, index: int, item: Item) -> PanelState:
