@@ -31,9 +31,13 @@ class Totals:
 
 
 def parse_arguments(name: str, raw: Any) -> tuple[Any, Outcome | None]:
-    """Decode a tool call's arguments; on failure, the refusal the model is shown instead."""
+    """Decode a tool call's arguments; on failure, the refusal the model is shown instead.
+
+    Raw newlines and tabs inside JSON strings are accepted (``strict=False``): local models
+    often write code that way, and the intent is unambiguous.
+    """
     try:
-        arguments = json.loads(raw or "{}") if isinstance(raw, str) else raw
+        arguments = json.loads(raw or "{}", strict=False) if isinstance(raw, str) else raw
     except json.JSONDecodeError as exc:
         return raw, Outcome.refused(
             f"Error: the arguments for {name!r} are not valid JSON ({exc.msg} at position "

