@@ -200,7 +200,8 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
         raise ConfigError("--out must not overwrite the session being replayed")
     if out.exists():
         out.unlink()
-    model = ReplayModel(_flat_turns(session.turns))
+    label = f"recorded turns of {session.model}" if session.model else "recorded turns"
+    model = ReplayModel(_flat_turns(session.turns), name=label, base_url="")
     async with Sandbox(workdir=workdir, limits=SandboxLimits()) as sandbox:
         recorder = NotebookRecorder(out)
         sinks = [recorder, ProgressPrinter()]

@@ -64,6 +64,8 @@ class ProgressPrinter:
         self._write(f"   waiting for approval of {e.name}")
 
     def _on_tool_call_finished(self, e: ev.ToolCallFinished) -> None:
+        if e.name == "update_plan" and e.status == "ok":
+            return  # the plan itself was just printed
         header = f"-- step {e.step}: {e.name}"
         body: list[str] = []
         if e.code is not None:
@@ -98,7 +100,7 @@ def _summary(e: ev.ToolCallFinished) -> str:
     elif e.result and e.result != "(no output)":
         lines = strip_ansi(e.result).strip().splitlines()
         parts.extend(lines[:3] + (["...", *lines[-2:]] if len(lines) > 5 else lines[3:]))
-    if images:
+    if images and "[image/" not in e.result:
         parts.append(f"[{images} image{'s' if images > 1 else ''}]")
     return "\n".join(_clip(p) for p in parts)
 

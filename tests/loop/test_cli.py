@@ -69,7 +69,7 @@ def test_run_answers_and_writes_session(scripted_model, tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == "Plotted."
     assert str(out) in result.stdout
-    assert "run_cell" in result.stderr and "[1 image]" in result.stderr
+    assert "run_cell" in result.stderr and "[image/png" in result.stderr
     first_user = scripted_model.requests[0]["messages"][1]["content"]
     assert "df = load('sales.csv')" in first_user and "plot something" in first_user
     nb = nbformat.read(out, as_version=4)
