@@ -80,6 +80,13 @@ _CODE_CELL_TOOLS = {"run_cell", "run_command", "write_file"}
 _NOT_RUN = {"refused", "denied"}
 
 
+def _mid_step(event: ev.Event) -> bool:
+    """Events whose step is still in flight: the tool call that ends the step saves them."""
+    if isinstance(event, ev.AssistantMessage):
+        return bool(event.message.get("tool_calls"))
+    return isinstance(event, ev.PlanUpdated)
+
+
 def scrub(value: Any, key: str = "") -> Any:
     """Return ``value`` with credential-looking strings replaced (keys named like secrets too)."""
     if key.startswith("image/"):
@@ -183,7 +190,11 @@ class NotebookRecorder:
     # -- the sink ---------------------------------------------------------------------------
 
     def emit(self, event: ev.Event) -> None:
-        """Record ``event``; the file is rewritten unless the event is only live display."""
+        """Record ``event``; the file is rewritten when a step (or a run) is complete.
+
+        A killed process therefore loses at most the step in flight, and a step costs
+        one write rather than one per event.
+        """
         if event.type in _NOT_LOGGED:
             return  # live display only: the finished tool call carries the outputs
         handler = getattr(self, f"_on_{event.type}", None)
@@ -191,7 +202,7 @@ class NotebookRecorder:
         event = ev.Event.from_dict(entry)
         cell = handler(event) if handler else None
         self._log(entry, cell)
-        if event.type not in _NO_SAVE:
+        if event.type not in _NO_SAVE and not _mid_step(event):
             self.save()
 
     def record_decision(self, cell_id: str, accepted: bool) -> None:
