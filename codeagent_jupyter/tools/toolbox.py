@@ -168,7 +168,8 @@ def _definitions() -> list[Tool]:
             "run_command",
             "Run a shell command in the sandbox (same limits and working directory as "
             "run_cell). Returns combined stdout and stderr and the exit status when non-zero. "
-            "Use it for pip, git, ls -la, wc and similar; not for long-running servers.",
+            "Use it for ls -la, wc, git, file conversions and similar; not for long-running "
+            "servers. There is no network unless the administrator allowed it.",
             obj(["command"], command={"type": "string", "description": "Shell command line."}),
             ToolBox._run_command,
         ),
