@@ -23,6 +23,7 @@ from .context import build_context
 from .errors import CodeAgentError, ConfigError
 from .loop import AgentLoop
 from .printer import ProgressPrinter
+from .protocols import EventSink
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -175,7 +176,7 @@ async def _run(args: argparse.Namespace) -> int:
     context = build_context(workdir, notebook)
     async with Sandbox(workdir=workdir, limits=limits) as sandbox:
         recorder = NotebookRecorder(out, session_id=session_id)
-        sinks = [recorder, ProgressPrinter()]
+        sinks: list[EventSink] = [recorder, ProgressPrinter()]
         loop = AgentLoop(model, sandbox, ToolBox(sandbox, workdir), sinks, config, context=context)
         try:
             finished = await _drive(loop, [args.prompt], out)
@@ -204,7 +205,7 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
     model = ReplayModel(_flat_turns(session.turns), name=label, base_url="")
     async with Sandbox(workdir=workdir, limits=SandboxLimits()) as sandbox:
         recorder = NotebookRecorder(out)
-        sinks = [recorder, ProgressPrinter()]
+        sinks: list[EventSink] = [recorder, ProgressPrinter()]
         loop = AgentLoop(model, sandbox, ToolBox(sandbox, workdir), sinks, AgentConfig())
         finished = await _drive(loop, list(session.prompts), out)
     return _report(finished, out)

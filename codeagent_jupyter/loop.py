@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from . import events as ev
@@ -102,7 +102,7 @@ class AgentLoop:
         if self._stop_event is not None:
             self._stop_event.set()
 
-    async def _until_stopped(self, coro: Coroutine[Any, Any, T], *, interruptible: bool) -> T:
+    async def _until_stopped(self, coro: Awaitable[T], *, interruptible: bool) -> T:
         """Await ``coro`` unless a stop is requested first.
 
         A model request is simply cancelled; a cell is interrupted instead, so that it comes

@@ -287,7 +287,7 @@ class NotebookRecorder:
     def _on_tool_call_finished(self, e: ev.ToolCallFinished) -> Any:
         args = self._args.pop(e.tool_call_id, None)
         args = args if isinstance(args, dict) else {}
-        meta = {"tool_call_id": e.tool_call_id, "tool": e.name, "status": e.status}
+        meta: dict[str, Any] = {"tool_call_id": e.tool_call_id, "tool": e.name, "status": e.status}
         meta |= {"duration_s": round(e.duration_s, 3), "note": e.note}
         source = None
         ran = e.status == "ok" or (e.name != "write_file" and e.status not in _NOT_RUN)

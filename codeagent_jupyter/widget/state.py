@@ -8,7 +8,7 @@ Events arrive as the JSON dicts the server sends (``Event.to_dict()``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -260,7 +260,7 @@ _HANDLERS = {
 # -- tuple helpers ------------------------------------------------------------------------
 
 
-def _find(s: PanelState, pred: Any, *, this_run: bool = False) -> int | None:
+def _find(s: PanelState, pred: Callable[[Any], bool], *, this_run: bool = False) -> int | None:
     """Index of the last item matching ``pred`` (only in the current run if ``this_run``)."""
     for index in range(len(s.items) - 1, -1, -1):
         item = s.items[index]
@@ -279,9 +279,9 @@ def _update(s: PanelState, kind: type, tool_call_id: Any, **changes: Any) -> Pan
     index = _find(s, lambda i: isinstance(i, kind) and i.tool_call_id == tool_call_id)
     if index is None:
         return s
-    current = s.items[index]
+    current: Any = s.items[index]
     if "add_output" in changes:
-        changes["outputs"] = (*current.outputs, changes.pop("add_output"))  # type: ignore[attr-defined]
+        changes["outputs"] = (*current.outputs, changes.pop("add_output"))
     return _put(s, index, replace(current, **changes))
 
 
