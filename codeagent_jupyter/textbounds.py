@@ -16,14 +16,19 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-def head_tail(text: str, limit: int, *, unit: str = "characters") -> str:
+def head_tail(text: str, limit: int) -> str:
     """Return ``text`` if it fits in ``limit`` characters, else head + marker + tail.
 
-    The result is at most ``limit`` characters plus the one marker line.
+    Head and tail are cut at line breaks where one is near, so the model sees whole lines;
+    the marker line says how many characters were left out.
     """
     if len(text) <= limit:
         return text
-    head = limit * 2 // 3
-    tail = limit - head
-    elided = len(text) - head - tail
-    return f"{text[:head]}\n[… {elided} {unit} elided …]\n{text[-tail:] if tail else ''}"
+    half = limit // 2
+    head, tail = text[:half], text[-half:] if half else ""
+    if "\n" in head[half // 2 :]:
+        head = head[: head.rfind("\n")]
+    if "\n" in tail[: half // 2]:
+        tail = tail[tail.find("\n") + 1 :]
+    elided = len(text) - len(head) - len(tail)
+    return f"{head}\n[… {elided} characters elided …]\n{tail}"

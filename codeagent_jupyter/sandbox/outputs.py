@@ -10,22 +10,17 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 import struct
 from typing import Any
 
 from nbformat.v4 import output_from_msg
 
 from ..protocols import OutputCallback
+from ..textbounds import head_tail, strip_ansi
 
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 TEXT_LIMIT = 4000
 TRACEBACK_LIMIT = 20_000
 _OUTPUT_TYPES = {"stream", "display_data", "execute_result", "error"}
-
-
-def strip_ansi(text: str) -> str:
-    return ANSI.sub("", text)
 
 
 def collapse_cr(text: str) -> str:
@@ -157,7 +152,7 @@ def _cap_lines(lines: list[str], limit: int) -> list[str]:
     total = sum(len(line) for line in lines)
     if total <= limit:
         return lines
-    head = bound_text("\n".join(lines), limit)
+    head = head_tail("\n".join(lines), limit)
     return head.split("\n")
 
 
@@ -195,18 +190,4 @@ def render_text(outputs: list[dict[str, Any]], limit: int = TEXT_LIMIT) -> str:
         else:
             parts.append(_render_data(out.get("data", {})))
     text = "".join(p if p.endswith("\n") else p + "\n" for p in parts if p)
-    return bound_text(text.rstrip("\n"), limit)
-
-
-def bound_text(text: str, limit: int) -> str:
-    """Head and tail of ``text`` with an elided-count line between, cut at line breaks."""
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    head, tail = text[:half], text[-half:]
-    if "\n" in head[half // 2 :]:
-        head = head[: head.rfind("\n")]
-    if "\n" in tail[: half // 2]:
-        tail = tail[tail.find("\n") + 1 :]
-    elided = len(text) - len(head) - len(tail)
-    return f"{head}\n[... {elided} characters elided ...]\n{tail}"
+    return head_tail(text.rstrip("\n"), limit)

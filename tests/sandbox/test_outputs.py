@@ -5,12 +5,8 @@ from __future__ import annotations
 import base64
 import struct
 
-from codeagent_jupyter.sandbox.outputs import (
-    OutputCollector,
-    bound_text,
-    collapse_cr,
-    render_text,
-)
+from codeagent_jupyter.sandbox.outputs import OutputCollector, collapse_cr, render_text
+from codeagent_jupyter.textbounds import head_tail
 
 
 def _msg(msg_type: str, **content: object) -> dict:
@@ -24,7 +20,7 @@ def test_progress_bar_redraws_collapse_to_last_state() -> None:
 
 def test_bound_text_keeps_head_and_tail_with_elided_count() -> None:
     text = "\n".join(f"line {i}" for i in range(2000))
-    out = bound_text(text, 400)
+    out = head_tail(text, 400)
     assert len(out) < 500
     assert out.startswith("line 0\n") and out.endswith("line 1999")
     assert "characters elided" in out
