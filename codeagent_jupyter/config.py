@@ -6,6 +6,7 @@ session notebook can all describe the same knob the same way.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -50,8 +51,13 @@ class SandboxLimits:
             if kind is bool:
                 if not isinstance(value, bool):
                     raise ValueError(f"limit {name} must be true or false")
-            elif isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"limit {name} must be a positive number")
+            elif (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+                or value <= 0
+            ):
+                raise ValueError(f"limit {name} must be a positive, finite number")
             values[name] = kind(value)
         return cls(**values)
 

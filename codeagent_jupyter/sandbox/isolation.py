@@ -21,6 +21,8 @@ WORKDIR_ENV = "CODEAGENT_SANDBOX_WORKDIR"
 """Workspace directory: the only persistent place the kernel may write."""
 ENFORCEMENT_ENV = "CODEAGENT_SANDBOX_ENFORCEMENT"
 """JSON the launcher leaves in the kernel's environment: what it really applied."""
+ALLOW_UNCONFINED_ENV = "CODEAGENT_SANDBOX_ALLOW_UNCONFINED"
+"""Set to ``1`` when the caller explicitly accepts a sandbox without pid/filesystem isolation."""
 INNER_ENV = "CODEAGENT_SANDBOX_INNER"
 """Set by the outer launcher stage; tells the inner stage which isolation wraps it."""
 
@@ -53,6 +55,7 @@ _ALLOWED_NAMES = frozenset(
         "JPY_PARENT_PID",
         LIMITS_ENV,
         WORKDIR_ENV,
+        ALLOW_UNCONFINED_ENV,
     }
 )
 _ALLOWED_PREFIXES = ("LC_",)

@@ -27,7 +27,13 @@ from jupyter_client.kernelspec import NoSuchKernel
 from ..config import SandboxLimits
 from ..errors import ConfigError, SandboxError
 from ..protocols import ExecResult, OutputCallback
-from .isolation import ENFORCEMENT_ENV, LIMITS_ENV, WORKDIR_ENV, scrub_env
+from .isolation import (
+    ALLOW_UNCONFINED_ENV,
+    ENFORCEMENT_ENV,
+    LIMITS_ENV,
+    WORKDIR_ENV,
+    scrub_env,
+)
 from .outputs import TEXT_LIMIT, OutputCollector, render_text
 
 _POLL_S = 0.2
@@ -71,6 +77,7 @@ class Sandbox:
         startup_timeout: float = 60.0,
         interrupt_grace: float = 3.0,
         text_limit: int = TEXT_LIMIT,
+        allow_unconfined: bool = False,
     ) -> None:
         self.workdir = Path(workdir).resolve()
         if not self.workdir.is_dir():
@@ -81,6 +88,8 @@ class Sandbox:
         self.startup_timeout = startup_timeout
         self.interrupt_grace = interrupt_grace
         self.text_limit = text_limit
+        self.allow_unconfined = allow_unconfined
+        """Start even where pid/filesystem isolation is missing (an explicit, loud choice)."""
         self.enforcement: dict[str, Any] = {}
         self._km: Any = None
         self._kc: Any = None
@@ -113,6 +122,9 @@ class Sandbox:
         env = scrub_env(os.environ)
         env[LIMITS_ENV] = json.dumps(self.limits.to_dict())
         env[WORKDIR_ENV] = str(self.workdir)
+        env.pop(ALLOW_UNCONFINED_ENV, None)
+        if self.allow_unconfined:
+            env[ALLOW_UNCONFINED_ENV] = "1"
         try:
             await km.start_kernel(env=env, cwd=str(self.workdir), stdout=subprocess.DEVNULL)
         except Exception as e:
