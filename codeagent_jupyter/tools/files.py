@@ -1,72 +1,80 @@
 """File tools confined to the workspace: read, write, list and search.
 
-They run in the agent's process (not in the sandbox), so confinement is enforced here:
-absolute paths, ``..`` and symlinks that resolve outside the workspace are refused with a
-message the model can act on. Everything returned is bounded.
+They run in the agent's process (not in the sandbox), which may be privileged, while code in
+the sandbox can change the workspace under them. So every path goes through
+``codeagent_jupyter.confined``: resolved beneath the workspace root without following
+symlinks, regular files only, never blocking. The tools run on their own small thread pool
+with a time limit (``run``), so a slow or hostile workspace cannot stall the server's event
+loop or its shared default thread pool. Everything returned is bounded.
 """
 
 from __future__ import annotations
 
-import os
+import asyncio
+import functools
 import re
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+import stat
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
+from ..confined import ConfinementError, Entry, TooLargeError, Workspace, kind
 from ..errors import ToolArgumentError, ToolError
 
 MAX_READ_BYTES = 20_000_000
 MAX_WRITE_BYTES = 5_000_000
 MAX_SEARCH_FILE_BYTES = 2_000_000
 MAX_LIST_ENTRIES = 400
+MAX_WALK_ENTRIES = 50_000
 MAX_MATCHES = 200
 MAX_LINE_CHARS = 300
-SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".venv", ".mypy_cache"}
+TIMEOUT_S = 30.0
+SKIP_DIRS = frozenset(
+    {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".venv", ".mypy_cache"}
+)
+
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="codeagent-files")
+"""File tools only: the default pool is shared with the rest of the server."""
 
 
-def resolve(root: Path, path: str) -> Path:
-    """Map a workspace-relative ``path`` to a real path under ``root`` or raise ToolError.
+async def run(fn: Callable[..., str], *args: object, timeout: float) -> str:
+    """Run ``fn(*args)`` on the file tools' pool; ``TimeoutError`` after ``timeout`` seconds.
 
-    ``root`` must already be resolved. The result is fully resolved (symlinks followed), so
-    callers act on the real target and a symlink inside the workspace that points inside
-    keeps working.
+    A call that times out keeps its thread until it notices its own deadline (list and
+    search check it between entries); reads and writes are bounded in size and never wait
+    on a FIFO, so no thread stays busy for long.
     """
-    if "\x00" in path:
-        raise ToolArgumentError("path must not contain NUL characters")
-    pure = PurePosixPath(path.strip() or ".")
-    if pure.is_absolute() or path.startswith("~"):
-        raise ToolError(
-            f"path {path!r} is outside the workspace (absolute); use a path relative to it"
-        )
-    if ".." in pure.parts:
-        raise ToolError(f"path {path!r} is outside the workspace ('..' is not allowed)")
-    real = (root / pure).resolve()
-    if real != root and root not in real.parents:
-        raise ToolError(f"path {path!r} is outside the workspace (a symlink leads out)")
-    return real
-
-
-def _rel(root: Path, real: Path) -> str:
-    return real.relative_to(root).as_posix() if real != root else "."
+    future = _POOL.submit(functools.partial(fn, *args))
+    return await asyncio.wait_for(asyncio.wrap_future(future), timeout)
 
 
 def _is_binary(head: bytes) -> bool:
     return b"\x00" in head[:8192]
 
 
-def read_file(root: Path, path: str, start: int | None, end: int | None, budget: int) -> str:
+def _needs_path(tool: str, path: str) -> None:
+    if not path.strip():
+        raise ToolArgumentError(
+            f"{tool} needs a file path relative to the workspace, got an empty one "
+            "(list_files shows what is there)"
+        )
+
+
+def read_file(ws: Workspace, path: str, start: int | None, end: int | None, budget: int) -> str:
     """Numbered lines ``start..end`` (1-based, inclusive), stopping before ``budget`` chars."""
-    real = resolve(root, path)
-    if not real.exists():
-        raise ToolError(f"file not found: {path}")
-    if real.is_dir():
-        raise ToolError(f"{path} is a directory; use list_files")
-    size = real.stat().st_size
-    if size > MAX_READ_BYTES:
-        raise ToolError(f"{path} is too big to read ({size} bytes); inspect it with run_cell")
-    data = real.read_bytes()
+    _needs_path("read_file", path)
+    try:
+        data = ws.read_bytes(path, MAX_READ_BYTES)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(f"file not found: {path}") from None
+    except IsADirectoryError:
+        raise ToolError(f"{path} is a directory; use list_files") from None
+    except TooLargeError as e:
+        raise ToolError(
+            f"{path} is too big to read ({e.size} bytes); inspect it with run_cell"
+        ) from None
     if _is_binary(data):
-        raise ToolError(f"{path} is a binary file ({size} bytes); inspect it with run_cell")
+        raise ToolError(f"{path} is a binary file ({len(data)} bytes); inspect it with run_cell")
     lines = data.decode("utf-8", errors="replace").splitlines()
     total = len(lines)
     first = start or 1
@@ -99,39 +107,20 @@ def read_file(root: Path, path: str, start: int | None, end: int | None, budget:
     return "\n".join(out)
 
 
-def write_file(root: Path, path: str, content: str) -> str:
+def write_file(ws: Workspace, path: str, content: str) -> str:
     """Write ``content`` atomically (temp file + rename), creating parent directories."""
-    real = resolve(root, path)
+    _needs_path("write_file", path)
+    rel = ws.relpath(path)
     data = content.encode("utf-8")
     if len(data) > MAX_WRITE_BYTES:
         raise ToolError(f"content is too big ({len(data)} bytes, limit {MAX_WRITE_BYTES})")
-    if real.is_dir():
-        raise ToolError(f"{path} is a directory")
-    real.parent.mkdir(parents=True, exist_ok=True)
-    existed = real.exists()
-    mode = real.stat().st_mode & 0o7777 if existed else None
-    fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, real)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        existed = ws.write_bytes(path, data)
+    except IsADirectoryError:
+        raise ToolError(f"{path} is a directory") from None
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     verb = "overwrote" if existed else "created"
-    return f"{verb} {_rel(root, real)} ({len(data)} bytes, {lines} lines)"
-
-
-def _walk(root: Path, top: Path) -> Iterator[tuple[Path, bool]]:
-    """Yield (path, is_dir) under ``top`` in sorted order, not following symlinks."""
-    for dirpath, dirnames, filenames in os.walk(top):
-        base = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
-        entries = [(base / d, True) for d in dirnames] + [(base / f, False) for f in filenames]
-        yield from sorted(entries, key=lambda e: e[0].name)
+    return f"{verb} {rel} ({len(data)} bytes, {lines} lines)"
 
 
 def _size(n: int) -> str:
@@ -142,34 +131,47 @@ def _size(n: int) -> str:
     return str(n)
 
 
-def list_files(root: Path, path: str, budget: int) -> str:
+def _entries(ws: Workspace, path: str, deadline: float, tool: str) -> Iterator[Entry]:
+    """``ws.walk`` that gives up with a ToolError once ``deadline`` has passed."""
+    for entry in ws.walk(path, skip=SKIP_DIRS, max_entries=MAX_WALK_ENTRIES):
+        if time.monotonic() > deadline:
+            raise ToolError(f"{tool} ran out of time; use a smaller path")
+        yield entry
+
+
+def list_files(ws: Workspace, path: str, budget: int, timeout: float = TIMEOUT_S) -> str:
     """Recursive listing, directories marked with ``/``, files with their size."""
-    real = resolve(root, path)
-    if not real.exists():
-        raise ToolError(f"directory not found: {path}")
-    if not real.is_dir():
-        return f"{_rel(root, real)}  ({_size(real.stat().st_size)})"
+    deadline = time.monotonic() + timeout
+    rel = ws.relpath(path)
+    try:
+        st = ws.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(f"directory not found: {path}") from None
+    if stat.S_ISREG(st.st_mode):
+        return f"{rel}  ({_size(st.st_size)})"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{rel}  ({kind(st.st_mode)}, not read)"
+    entries = sorted(_entries(ws, path, deadline, "list_files"), key=lambda e: e.path)
+    capped = len(entries) >= MAX_WALK_ENTRIES
     out: list[str] = []
-    count = 0
     used = 0
-    for entry, is_dir in sorted(_walk(root, real), key=lambda e: e[0].as_posix()):
-        count += 1
+    for entry in entries:
         if len(out) >= MAX_LIST_ENTRIES or used > budget - 200:
-            continue
-        rel = entry.relative_to(root).as_posix()
-        if entry.is_symlink():
-            target = entry.resolve()
-            inside = target == root or root in target.parents
-            out.append(f"{rel} -> {'(inside)' if inside else '(outside the workspace)'}")
-        elif is_dir:
-            out.append(rel + "/")
+            break
+        if entry.kind == "symlink":
+            out.append(f"{entry.path} -> (symlink, not followed)")
+        elif entry.kind == "dir":
+            out.append(entry.path + "/")
+        elif entry.kind == "file":
+            out.append(f"{entry.path}  ({_size(entry.size)})")
         else:
-            out.append(f"{rel}  ({_size(entry.stat().st_size)})")
+            out.append(f"{entry.path}  ({entry.kind}, not read)")
         used += len(out[-1]) + 1
     if not out:
-        return f"{_rel(root, real)}/ is empty"
-    if count > len(out):
-        out.append(f"[{count - len(out)} more entries not shown; list a subdirectory]")
+        return f"{rel}/ is empty"
+    if len(entries) > len(out):
+        more = f"at least {len(entries) - len(out)}" if capped else len(entries) - len(out)
+        out.append(f"[{more} more entries not shown; list a subdirectory]")
     return "\n".join(out)
 
 
@@ -180,37 +182,50 @@ def compile_pattern(pattern: str) -> re.Pattern[str]:
         raise ToolArgumentError(f"invalid regular expression {pattern!r}: {e}") from None
 
 
-def search_files(root: Path, pattern: str, path: str, budget: int) -> str:
-    """``file:line: text`` for every line matching ``pattern`` in text files under ``path``."""
+def search_files(
+    ws: Workspace, pattern: str, path: str, budget: int, timeout: float = TIMEOUT_S
+) -> str:
+    """``file:line: text`` for every line matching ``pattern`` in text files under ``path``.
+
+    Symlinks, special files, hard-linked files and files over ``MAX_SEARCH_FILE_BYTES`` are
+    skipped; a single file named by ``path`` is refused with the reason instead.
+    """
+    deadline = time.monotonic() + timeout
     regex = compile_pattern(pattern)
-    real = resolve(root, path)
-    if not real.exists():
-        raise ToolError(f"path not found: {path}")
-    files = [real] if real.is_file() else [p for p, d in _walk(root, real) if not d]
+    rel = ws.relpath(path)
+    try:
+        st = ws.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(f"path not found: {path}") from None
+    single = not stat.S_ISDIR(st.st_mode)
+    if single:
+        files: Iterator[str] = iter([rel])
+    else:
+        entries = _entries(ws, path, deadline, "search_files")
+        files = (e.path for e in entries if e.kind == "file" and e.nlink == 1)
     hits: list[str] = []
     more = 0
     used = 0
     for file in files:
-        if file.is_symlink() and root not in file.resolve().parents:
-            continue
         try:
-            if file.stat().st_size > MAX_SEARCH_FILE_BYTES:
-                continue
-            data = file.read_bytes()
-        except OSError:
+            data = ws.read_bytes(file, MAX_SEARCH_FILE_BYTES)
+        except TooLargeError:
             continue
+        except (ConfinementError, OSError):
+            if single:
+                raise
+            continue  # changed or removed since listed
         if _is_binary(data):
             continue
-        rel = file.relative_to(root).as_posix()
         for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
             if regex.search(line):
                 if len(hits) >= MAX_MATCHES or used > budget - 200:
                     more += 1
                     continue
-                hits.append(f"{rel}:{number}: {line.strip()[:MAX_LINE_CHARS]}")
+                hits.append(f"{file}:{number}: {line.strip()[:MAX_LINE_CHARS]}")
                 used += len(hits[-1]) + 1
     if not hits:
-        return f"no matches for {pattern!r} in {_rel(root, real)}"
+        return f"no matches for {pattern!r} in {rel}"
     if more:
         hits.append(f"[{more} more matches not shown; narrow the pattern or the path]")
     return "\n".join(hits)

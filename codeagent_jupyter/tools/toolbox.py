@@ -6,7 +6,6 @@ order so every request carries byte-identical tool definitions (provider prompt 
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import time
 from collections.abc import Iterable
@@ -14,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..confined import ConfinementError, Workspace
 from ..errors import ConfigError, ToolArgumentError, ToolError
 from ..protocols import ExecResult, OutputCallback
 from ..textbounds import head_tail, strip_ansi
@@ -108,9 +108,20 @@ class ToolBox:
             result.duration_s = time.perf_counter() - started
         return result
 
+    file_timeout_s: float = files.TIMEOUT_S
+    """Seconds a file tool may run before the model gets a timeout error instead."""
+
     async def _in_thread(self, fn: Any, *args: Any) -> ToolResult:
+        """Run a file tool confined to the workspace, on the file tools' own bounded pool."""
         try:
-            text = await asyncio.to_thread(fn, self.root, *args)
+            text = await files.run(fn, Workspace(self.root), *args, timeout=self.file_timeout_s)
+        except TimeoutError:
+            raise ToolError(
+                f"{fn.__name__} took longer than {self.file_timeout_s:g} s and was stopped; "
+                "try a smaller path"
+            ) from None
+        except ConfinementError as e:
+            raise ToolError(str(e)) from None
         except OSError as e:  # permissions, disk full, name too long...
             raise ToolError(f"{fn.__name__} failed: {e.strerror or e}") from None
         return ToolResult(text=head_tail(text, self.result_chars))
@@ -137,13 +148,17 @@ class ToolBox:
         return await self._in_thread(files.write_file, path, content)
 
     async def _list_files(self, *, path: str = ".", on_output: Any = None) -> ToolResult:
-        return await self._in_thread(files.list_files, path, self.result_chars)
+        return await self._in_thread(
+            files.list_files, path, self.result_chars, self.file_timeout_s
+        )
 
     async def _search_files(
         self, *, pattern: str, path: str = ".", on_output: Any = None
     ) -> ToolResult:
         files.compile_pattern(pattern)
-        return await self._in_thread(files.search_files, pattern, path, self.result_chars)
+        return await self._in_thread(
+            files.search_files, pattern, path, self.result_chars, self.file_timeout_s
+        )
 
     async def _update_plan(
         self, *, steps: list[dict[str, Any]], on_output: Any = None

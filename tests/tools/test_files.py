@@ -47,22 +47,61 @@ async def test_paths_outside_the_workspace_are_refused(tb: ToolBox, path: str, m
             await tb.call(name, args)
 
 
-async def test_symlink_escape_is_refused_and_inside_symlink_works(tb: ToolBox, ws: Path):
+async def test_symlinks_are_never_followed_but_listed(tb: ToolBox, ws: Path):
+    """Any symlink is refused, even one that points inside: following a link the sandbox
+    can retarget at any moment is what made the check-then-open race possible."""
     (ws / "out").symlink_to(ws.parent / "secret.txt")
     (ws / "outdir").symlink_to(ws.parent, target_is_directory=True)
     (ws / "alias.csv").symlink_to(ws / "data" / "a.csv")
-    with pytest.raises(ToolError, match="outside the workspace \\(a symlink leads out\\)"):
-        await tb.call("read_file", {"path": "out"})
-    with pytest.raises(ToolError, match="outside the workspace \\(a symlink leads out\\)"):
-        await tb.call("write_file", {"path": "outdir/new.txt", "content": "x"})
+    refused = "goes through a symlink; symlinks in the workspace are not followed"
+    for name, args in [
+        ("read_file", {"path": "out"}),
+        ("read_file", {"path": "alias.csv"}),
+        ("read_file", {"path": "outdir/secret.txt"}),
+        ("write_file", {"path": "outdir/new.txt", "content": "x"}),
+        ("write_file", {"path": "alias.csv", "content": "x"}),
+        ("list_files", {"path": "outdir"}),
+        ("search_files", {"pattern": "SECRET", "path": "out"}),
+    ]:
+        with pytest.raises(ToolError, match=refused):
+            await tb.call(name, args)
     assert not (ws.parent / "new.txt").exists()
-    res = await tb.call("read_file", {"path": "alias.csv"})
-    assert "1| x,y" in res.text
+    assert (ws / "alias.csv").is_symlink() and (ws / "data/a.csv").read_text() == "x,y\n1,2\n3,4\n"
+    listing = (await tb.call("list_files", {})).text.splitlines()
+    for link in ("out", "outdir", "alias.csv"):
+        assert f"{link} -> (symlink, not followed)" in listing
+    found = (await tb.call("search_files", {"pattern": "SECRET|x,y"})).text
+    assert found == "data/a.csv:1: x,y"  # neither link is followed
+
+
+async def test_server_state_is_refused_and_hidden(tb: ToolBox, ws: Path):
+    state = ws / ".codeagent" / "sessions"
+    state.mkdir(parents=True)
+    (state / "s1.ipynb").write_text('{"cells": []}  needle\n')
+    (ws / "sub" / ".codeagent").mkdir(parents=True)  # only the top level is reserved
+    (ws / "sub" / ".codeagent" / "mine.txt").write_text("needle\n")
+    for path in (".codeagent/sessions/s1.ipynb", "./.codeagent/x", ".codeagent"):
+        for name, args in [
+            ("read_file", {"path": path}),
+            ("write_file", {"path": path, "content": "x"}),
+            ("list_files", {"path": path}),
+            ("search_files", {"pattern": "needle", "path": path}),
+        ]:
+            with pytest.raises(ToolError, match=r"is in \.codeagent/, the server's own state"):
+                await tb.call(name, args)
+    assert (state / "s1.ipynb").read_text().startswith('{"cells"') and not (state / "x").exists()
     listing = (await tb.call("list_files", {})).text
-    assert "out -> (outside the workspace)" in listing
-    assert "alias.csv -> (inside)" in listing
-    found = (await tb.call("search_files", {"pattern": "SECRET"})).text
-    assert found.startswith("no matches")  # the escaping link is not followed
+    assert "sessions" not in listing and "sub/.codeagent/mine.txt" in listing
+    hits = (await tb.call("search_files", {"pattern": "needle"})).text
+    assert hits == "sub/.codeagent/mine.txt:1: needle"
+
+
+async def test_empty_path_gets_a_clear_message(tb: ToolBox):
+    for name in ("read_file", "write_file"):
+        args = {"path": "  "} if name == "read_file" else {"path": "", "content": "x"}
+        with pytest.raises(ToolArgumentError, match=f"^{name} needs a file path relative to"):
+            await tb.call(name, args)
+    assert "data/" in (await tb.call("list_files", {"path": ""})).text
 
 
 async def test_read_ranges_and_paging(tb: ToolBox):
