@@ -115,19 +115,27 @@ def _load_openat2() -> Callable[[int, str, int], int] | None:
 _OPENAT2 = _load_openat2()
 
 
+_KINDS = ((stat.S_ISREG, "file"), (stat.S_ISDIR, "dir"), (stat.S_ISLNK, "symlink"),
+          (stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"))  # fmt: skip
+
+
 def kind(mode: int) -> str:
     """``file``, ``dir``, ``symlink``, ``fifo``, ``socket`` or ``device`` for an ``st_mode``."""
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISDIR(mode):
-        return "dir"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    if stat.S_ISFIFO(mode):
-        return "fifo"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    return "device"
+    return next((name for test, name in _KINDS if test(mode)), "device")
+
+
+def _is_a_dir(path: str) -> IsADirectoryError:
+    return IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+
+
+@contextlib.contextmanager
+def _opened_root(root: Path) -> Iterator[int]:
+    """The workspace root opened as a directory for the length of one call."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
 
 
 class Workspace:
@@ -178,7 +186,7 @@ class Workspace:
     def read_bytes(self, path: str, max_bytes: int) -> bytes:
         """The content of the regular file at ``path``; ``TooLargeError`` beyond ``max_bytes``."""
         parts = self.split(path)
-        with _Root(self.root) as root:
+        with _opened_root(self.root) as root:
             fd = self._open_file(root, parts, path)
         with open(fd, "rb") as f:
             size = os.fstat(fd).st_size
@@ -198,15 +206,14 @@ class Workspace:
         """
         parts = self.split(path)
         if not parts:
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+            raise _is_a_dir(path)
         name = parts[-1]
-        with _Root(self.root) as root:
+        with _opened_root(self.root) as root:
             parent = self._open_dir(root, parts[:-1], path, create=True)
         try:
-            try:
+            old = None
+            with contextlib.suppress(FileNotFoundError):
                 old = os.stat(name, dir_fd=parent, follow_symlinks=False)
-            except FileNotFoundError:
-                old = None
             if old is not None:
                 self._check(old, path)
             tmp = f".{name[:64]}.{secrets.token_hex(6)}.tmp"
@@ -228,7 +235,7 @@ class Workspace:
     def stat(self, path: str) -> os.stat_result:
         """``lstat`` of ``path`` without opening it (a FIFO is reported, not opened)."""
         parts = self.split(path)
-        with _Root(self.root) as root:
+        with _opened_root(self.root) as root:
             if not parts:
                 return os.fstat(root)
             parent = self._open_dir(root, parts[:-1], path)
@@ -252,7 +259,7 @@ class Workspace:
         top = self.split(path)
         todo = [top]
         count = 0
-        with _Root(self.root) as root:
+        with _opened_root(self.root) as root:
             while todo:
                 parts = todo.pop()
                 try:
@@ -294,7 +301,7 @@ class Workspace:
     def _open_file(self, root: int, parts: tuple[str, ...], path: str) -> int:
         """Open a regular file beneath ``root``; refuse everything else after ``fstat``."""
         if not parts:
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+            raise _is_a_dir(path)
         try:
             if self._openat2:
                 fd = self._openat2(root, "/".join(parts), _FILE)
@@ -307,8 +314,7 @@ class Workspace:
         except OSError as e:
             raise self._explain(e, path) from None
         try:
-            st = os.fstat(fd)
-            self._check(st, path)
+            self._check(os.fstat(fd), path)
         except BaseException:
             os.close(fd)
             raise
@@ -356,7 +362,7 @@ class Workspace:
         """Refuse all but a regular file with one link (directories: IsADirectoryError)."""
         what = kind(st.st_mode)
         if what == "dir":
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+            raise _is_a_dir(path)
         if what == "symlink":
             raise self._symlink(path)
         if what != "file":
@@ -387,18 +393,3 @@ class Workspace:
                 f"{path!r} is a socket or device, not a regular file; only regular files are read"
             )
         return err
-
-
-class _Root:
-    """The workspace root opened as a directory for the length of one call."""
-
-    def __init__(self, root: Path) -> None:
-        self._path = root
-        self._fd = -1
-
-    def __enter__(self) -> int:
-        self._fd = os.open(self._path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        return self._fd
-
-    def __exit__(self, *exc: object) -> None:
-        os.close(self._fd)
