@@ -105,10 +105,13 @@ def _load_openat2() -> Callable[[int, str, int], int] | None:
             raise OSError(err, os.strerror(err), path)
         return int(fd)
 
+    root = os.open("/", _DIR)
     try:
-        os.close(openat2(-100, "/", _DIR))  # AT_FDCWD; ENOSYS/EPERM where it is unavailable
+        os.close(openat2(root, ".", _DIR))  # ENOSYS, or EPERM under seccomp, where unavailable
     except OSError:
         return None
+    finally:
+        os.close(root)
     return openat2
 
 
@@ -328,7 +331,9 @@ class Workspace:
             return os.dup(root)
         if self._openat2:
             try:
-                return self._openat2(root, "/".join(parts), _DIR)
+                # RESOLVE_NO_SYMLINKS covers the last component too (ELOOP); with
+                # O_NOFOLLOW added, a final symlink would read as ENOTDIR instead.
+                return self._openat2(root, "/".join(parts), _DIR & ~os.O_NOFOLLOW)
             except FileNotFoundError:
                 if not create:
                     raise

@@ -132,10 +132,11 @@ def _size(n: int) -> str:
 
 
 def _entries(ws: Workspace, path: str, deadline: float, tool: str) -> Iterator[Entry]:
-    """``ws.walk`` that gives up with a ToolError once ``deadline`` has passed."""
+    """``ws.walk`` that stops with TimeoutError once ``deadline`` has passed, so a call
+    the caller gave up on does not keep a pool thread busy."""
     for entry in ws.walk(path, skip=SKIP_DIRS, max_entries=MAX_WALK_ENTRIES):
         if time.monotonic() > deadline:
-            raise ToolError(f"{tool} ran out of time; use a smaller path")
+            raise TimeoutError(f"{tool} ran out of time")
         yield entry
 
 
