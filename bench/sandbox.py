@@ -1,15 +1,18 @@
-"""Sandbox benchmark: start-up, pool hand-out, round-trip overhead and idle memory.
+"""Sandbox benchmark: start-up, pool hand-out, round-trip overhead, idle memory, file tools.
 
-Run: ``python bench/sandbox.py [--cold 5] [--acquire 10] [--cells 200]``. Prints one
-Markdown table measured in this run. The raw baseline drives the stock ``python3``
-kernel with jupyter_client directly, waiting for the same messages ``Sandbox.execute``
-waits for (the shell reply and the idle status), so the ratio is our overhead.
+Run: ``python bench/sandbox.py [--cold 5] [--acquire 10] [--cells 200] [--files 300]
+[--only files]``. Prints Markdown tables measured in this run. The raw baseline drives the
+stock ``python3`` kernel with jupyter_client directly, waiting for the same messages
+``Sandbox.execute`` waits for (the shell reply and the idle status), so the ratio is our
+overhead. The file tool round trip reads and writes 1 KB and 1 MB through
+``confined.Workspace`` (what the file tools use) and through plain ``open``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import subprocess
 import tempfile
@@ -19,6 +22,7 @@ from typing import Any
 
 from jupyter_client import AsyncKernelManager
 
+from codeagent_jupyter.confined import Workspace
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, SandboxPool
 
 LIMITS = SandboxLimits(memory_mb=1024, cell_timeout=30)
@@ -147,12 +151,70 @@ async def raw_round_trips(n: int) -> tuple[list[float], float]:
     return times, rss
 
 
+def timed(fn: Any, n: int) -> list[float]:
+    for _ in range(min(20, n)):
+        fn()
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def file_round_trips(n: int) -> None:
+    """Read and write 1 KB and 1 MB: confined (both resolutions) against plain ``open``."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "sub" / "dir").mkdir(parents=True)
+        spaces = [Workspace(root, openat2=False)]
+        if Workspace(root).resolution == "openat2":
+            spaces.insert(0, Workspace(root))
+        for size, label in ((1024, "1 KB"), (1 << 20, "1 MB")):
+            data = os.urandom(size)
+            rel = f"sub/dir/f{size}.bin"
+            path = root / rel
+            path.write_bytes(data)
+
+            def plain_read(path: Path = path) -> bytes:
+                with open(path, "rb") as f:
+                    return f.read()
+
+            def plain_write(path: Path = path, data: bytes = data) -> None:
+                with open(path, "wb") as f:
+                    f.write(data)
+
+            for op, plain in (("read", plain_read), ("write", plain_write)):
+                base = timed(plain, n)
+                rows.append((f"{op} {label}: plain open()", base, ""))
+                for ws in spaces:
+                    if op == "read":
+                        ours = timed(lambda ws=ws, rel=rel: ws.read_bytes(rel, 2 << 20), n)
+                    else:
+                        ours = timed(lambda ws=ws, rel=rel, d=data: ws.write_bytes(rel, d), n)
+                    ratio = statistics.median(ours) / statistics.median(base)
+                    name = f"{op} {label}: confined ({ws.resolution})"
+                    rows.append((name, ours, f"x{ratio:.2f}"))
+    print("| file tool round trip | p50 (ms) | p95 (ms) | vs plain open() p50 |")
+    print("|---|---:|---:|---|")
+    for name, times, note in rows:
+        print(f"| {name} | {pct(times, 0.5) * 1000:.3f} | {pct(times, 0.95) * 1000:.3f} | {note} |")
+    print()
+    print(f"runs: files={n} (confined writes are temp file + rename, plain writes are in place)")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cold", type=int, default=5, help="cold starts to time")
     parser.add_argument("--acquire", type=int, default=10, help="pool acquisitions to time")
     parser.add_argument("--cells", type=int, default=200, help="1+1 round trips to time")
+    parser.add_argument("--files", type=int, default=300, help="file reads/writes to time")
+    parser.add_argument("--only", choices=["files"], help="run just this section")
     args = parser.parse_args()
+    if args.only == "files":
+        file_round_trips(args.files)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         cold = await cold_start(workdir, args.cold)
@@ -193,6 +255,8 @@ async def main() -> None:
     print()
     print(f"runs: cold={args.cold} acquire={args.acquire} cells={args.cells}")
     print("enforcement:", ", ".join(f"{k}={v}" for k, v in sorted(enforcement.items())))
+    print()
+    file_round_trips(args.files)
 
 
 if __name__ == "__main__":

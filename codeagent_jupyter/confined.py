@@ -191,12 +191,14 @@ class Workspace:
         parts = self.split(path)
         with _opened_root(self.root) as root:
             fd = self._open_file(root, parts, path)
-        with open(fd, "rb") as f:
+        with open(fd, "rb", buffering=0) as f:
             size = os.fstat(fd).st_size
             if size > max_bytes:
                 raise TooLargeError(f"{path} is too big ({size} bytes)", size)
-            data = f.read(max_bytes + 1)
-        if len(data) > max_bytes:  # it grew after fstat
+            data = f.read(size + 1)  # sized by fstat: no max_bytes buffer to fill and shrink
+            if len(data) > size:  # it grew after fstat
+                data += f.read(max_bytes + 1 - len(data))
+        if len(data) > max_bytes:
             raise TooLargeError(f"{path} is too big (over {max_bytes} bytes)", len(data))
         return data
 
@@ -365,6 +367,8 @@ class Workspace:
 
     def _check(self, st: os.stat_result, path: str) -> None:
         """Refuse all but a regular file with one link (directories: IsADirectoryError)."""
+        if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
+            return  # the common case, first
         what = kind(st.st_mode)
         if what == "dir":
             raise _is_a_dir(path)
