@@ -191,16 +191,22 @@ class Workspace:
         parts = self.split(path)
         with _opened_root(self.root) as root:
             fd = self._open_file(root, parts, path)
-        with open(fd, "rb", buffering=0) as f:
+        try:
             size = os.fstat(fd).st_size
             if size > max_bytes:
                 raise TooLargeError(f"{path} is too big ({size} bytes)", size)
-            data = f.read(size + 1)  # sized by fstat: no max_bytes buffer to fill and shrink
-            if len(data) > size:  # it grew after fstat
-                data += f.read(max_bytes + 1 - len(data))
-        if len(data) > max_bytes:
-            raise TooLargeError(f"{path} is too big (over {max_bytes} bytes)", len(data))
-        return data
+            chunks, total = [], 0
+            while total <= max_bytes:  # sized by fstat: one read, then EOF; a growing file
+                chunk = os.read(fd, max(size + 1 - total, 1 << 16))  # stops at the limit
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+        finally:
+            os.close(fd)
+        if total > max_bytes:
+            raise TooLargeError(f"{path} is too big (over {max_bytes} bytes)", total)
+        return b"".join(chunks)
 
     def write_bytes(self, path: str, data: bytes) -> bool:
         """Replace or create the file at ``path`` (and missing parents); True if it existed.

@@ -203,7 +203,11 @@ def search_files(
         files: Iterator[str] = iter([rel])
     else:
         entries = _entries(ws, path, deadline, "search_files")
-        files = (e.path for e in entries if e.kind == "file" and e.nlink == 1)
+        files = (
+            e.path
+            for e in entries
+            if e.kind == "file" and e.nlink == 1 and e.size <= MAX_SEARCH_FILE_BYTES
+        )
     hits: list[str] = []
     more = 0
     used = 0

@@ -148,9 +148,7 @@ class ToolBox:
         return await self._in_thread(files.write_file, path, content)
 
     async def _list_files(self, *, path: str = ".", on_output: Any = None) -> ToolResult:
-        return await self._in_thread(
-            files.list_files, path, self.result_chars, self.file_timeout_s
-        )
+        return await self._in_thread(files.list_files, path, self.result_chars, self.file_timeout_s)
 
     async def _search_files(
         self, *, pattern: str, path: str = ".", on_output: Any = None
