@@ -101,7 +101,6 @@ def clean_html(fragment: str) -> str:
         attributes={tag: set(names) for tag, names in ATTRIBUTES.items()},
         attribute_filter=_attribute,
         url_schemes=set(URL_SCHEMES),
-        url_relative="deny",
         strip_comments=True,
         link_rel="noopener noreferrer nofollow",
     )
