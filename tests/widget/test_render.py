@@ -14,6 +14,7 @@ import pytest
 
 from codeagent_jupyter.widget import render
 from codeagent_jupyter.widget.items import FinishedView, PromptView, TextView, ToolView
+from codeagent_jupyter.widget.panel import AgentPanel
 from codeagent_jupyter.widget.state import (
     CellItem,
     FinishedItem,
@@ -233,3 +234,15 @@ def test_unconfined_banner() -> None:
     assert 'class="codeagent-unconfined"' in banner and 'role="alert"' in banner
     assert "UNCONFINED" in banner and "no filesystem and no pid isolation" in banner
     assert f"background:{render.RED}" in banner
+
+
+def test_the_panel_shows_the_banner_first() -> None:
+    """The real panel, fed the run's first event as the server sends it."""
+    panel = AgentPanel(None)
+    assert panel.widget.children[0] is panel.banner and panel.banner.value == ""
+    unconfined = {**CONFINED, "filesystem": "none", "pid": "none"}
+    panel.apply({"type": "run_started", "seq": 0, "prompt": "p", "enforcement": unconfined})
+    assert "UNCONFINED" in panel.banner.value
+    panel.apply({"type": "run_started", "seq": 1, "prompt": "q", "enforcement": CONFINED})
+    assert panel.banner.value == ""  # a follow-up in a confined sandbox clears it
+    panel.close()
