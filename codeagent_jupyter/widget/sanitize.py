@@ -11,7 +11,8 @@ from them goes through ``clean_html`` and images only become ``<img>`` with a ``
 - ``style``: a few typographic properties with single plain values (no ``position``, no
   ``url()``), so output cannot overlay or restyle the panel's buttons;
 - URLs: ``<img src>`` only ``data:image/…``, so showing an output never fetches anything;
-  links only ``http``/``https``/``mailto``, opened with ``rel="noopener noreferrer"``.
+  links only ``http``/``https``/``mailto``, opened in a new tab with
+  ``rel="noopener noreferrer"``.
 
 An SVG is never inlined: inside ``<img>`` a browser runs none of its script or handlers and
 loads none of its external resources (``svg_img``).
@@ -103,6 +104,7 @@ def clean_html(fragment: str) -> str:
         url_schemes=set(URL_SCHEMES),
         strip_comments=True,
         link_rel="noopener noreferrer nofollow",
+        set_tag_attribute_values={"a": {"target": "_blank"}},  # never navigate JupyterLab away
     )
 
 

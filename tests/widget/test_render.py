@@ -188,7 +188,14 @@ def test_model_markdown_is_escaped_and_sanitized() -> None:
 
 def test_model_links_keep_safe_urls() -> None:
     out = render.markdown_html("see [the docs](https://pandas.pydata.org/docs/)")
-    assert '<a href="https://pandas.pydata.org/docs/" rel="noopener noreferrer nofollow">' in out
+    links = [attrs for tag, attrs in parse(out) if tag == "a"]
+    assert links == [
+        {
+            "href": "https://pandas.pydata.org/docs/",
+            "target": "_blank",  # never navigates JupyterLab itself away
+            "rel": "noopener noreferrer nofollow",
+        }
+    ]
 
 
 def test_every_item_escapes_model_and_sandbox_text() -> None:
