@@ -133,6 +133,7 @@ def lab_config(model_server: ScriptedModelServer) -> dict[str, Any]:
 def test_sandbox_html_never_runs_in_the_panel(
     jupyterlab_server: tuple[str, str, Path],
     browser_page: Any,
+    screenshot: Any,
     model_server: ScriptedModelServer,
 ) -> None:
     base_url, token, root = jupyterlab_server
@@ -186,3 +187,5 @@ def test_sandbox_html_never_runs_in_the_panel(
         " .codeagent-answer :is(img, script, [onerror])"
     )
     assert live.count() == 0
+    panel.scroll_into_view_if_needed()
+    screenshot(page, "panel")  # test-artifacts/: the table and picture as the user sees them
