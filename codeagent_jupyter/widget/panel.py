@@ -59,6 +59,7 @@ class AgentPanel:
     # -- layout ---------------------------------------------------------------------------
 
     def _build(self) -> None:
+        self.banner = w.HTML("")  # red while the session's sandbox is unconfined
         self.title = w.HTML(self._title_html())
         self.status = w.HTML(render.status_html(self.state, time.time()))
         self.plan = w.HTML("")
@@ -76,9 +77,9 @@ class AgentPanel:
         self.controls = w.HBox([self.accept_all, self.stop])
         self.composer = w.HBox([self.prompt, self.send], layout=w.Layout(width="100%"))
         self.notice = w.HTML("")
-        parts = [self.title, self.status, self.plan, self.timeline, self.controls, self.notice]
+        head = [self.banner, self.title, self.status, self.plan]
         self.widget = w.VBox(
-            [*parts, self.composer],
+            [*head, self.timeline, self.controls, self.notice, self.composer],
             layout=w.Layout(border="1px solid #ccc", padding="6px", width="100%"),
         )
         self.widget.add_class("codeagent-panel")
@@ -122,6 +123,9 @@ class AgentPanel:
 
     def refresh(self) -> None:
         state = self.state
+        banner = render.banner_html(state)
+        if banner != self.banner.value:
+            self.banner.value = banner
         self.status.value = render.status_html(state, time.time())
         self.plan.value = render.plan_html(state.plan)
         children = []

@@ -14,12 +14,15 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import BashLexer, PythonLexer
 
+from ..sandbox.report import warning
 from ..textbounds import head_tail, strip_ansi
+from .sanitize import clean_html, data_img, svg_img
 from .view import CellItem, PanelState
 
 MAX_TEXT = 6_000  # characters of one text output shown in the panel (head + tail)
 RED = "#b3261e"
 MUTED = "#666"
+HTML_CLASS = "codeagent-html jp-RenderedHTMLCommon"  # our wrapper: JupyterLab's table style
 PRE = (
     "margin:0;padding:4px 6px;white-space:pre-wrap;word-break:break-word;"
     "font-family:var(--jp-code-font-family,monospace);font-size:12px;"
@@ -73,17 +76,18 @@ def output_html(output: dict[str, Any]) -> str:
 
 
 def _rich_html(data: dict[str, Any]) -> str:
+    """The richest safe view of a display: images as data-URL ``<img>``, HTML sanitized.
+
+    Sandbox output is attacker-controlled: nothing from it reaches the page as live markup.
+    """
     for mime in ("image/png", "image/jpeg"):
         if mime in data:
-            b64 = _text(data[mime]).replace("\n", "")
-            return (
-                f'<img class="codeagent-plot" style="max-width:100%" '
-                f'src="data:{mime};base64,{b64}"/>'
-            )
+            return data_img(mime, _text(data[mime]), "max-width:100%")
     if "image/svg+xml" in data:
-        return f'<div class="codeagent-plot">{_text(data["image/svg+xml"])}</div>'
+        return svg_img(_text(data["image/svg+xml"]), "max-width:100%")
     if "text/html" in data:
-        return f'<div style="overflow:auto;max-height:360px">{_text(data["text/html"])}</div>'
+        body = clean_html(_text(data["text/html"]))
+        return f'<div class="{HTML_CLASS}" style="overflow:auto;max-height:360px">{body}</div>'
     if "text/markdown" in data:
         return f'<pre style="{PRE}">{esc(_text(data["text/markdown"]))}</pre>'
     if "text/plain" in data:
@@ -174,10 +178,28 @@ def arguments_html(arguments: Any) -> str:
 
 def markdown_html(text: str) -> str:
     """Model text as HTML: Markdown through mistune (a jupyter_server dependency via
-    nbconvert) with raw HTML escaped; plain preformatted text if mistune is missing."""
+    nbconvert) with raw HTML escaped, then the same allow-list as sandbox HTML (links and
+    image URLs are the model's too); plain preformatted text if mistune is missing."""
     try:
         import mistune
     except ImportError:  # pragma: no cover - mistune ships with every jupyter_server
         return f'<div style="white-space:pre-wrap;font-size:13px">{esc(text)}</div>'
-    body = mistune.create_markdown(escape=True)(text)
+    body = clean_html(str(mistune.create_markdown(escape=True)(text)))
     return f'<div class="codeagent-text" style="font-size:13px">{body}</div>'
+
+
+def banner_html(state: PanelState) -> str:
+    """The red line at the top of the panel while the session's sandbox is unconfined.
+
+    Empty until a run has started (before that nothing was reported, which is not the same
+    as unconfined) and whenever the sandbox has pid and filesystem isolation.
+    """
+    if state.status == "idle":
+        return ""
+    text = warning(state.enforcement)
+    if text is None:
+        return ""
+    return (
+        f'<div class="codeagent-unconfined" role="alert" style="background:{RED};color:#fff;'
+        f'font-weight:bold;font-size:12px;padding:4px 8px;border-radius:3px">{esc(text)}</div>'
+    )
