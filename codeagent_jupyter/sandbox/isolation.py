@@ -223,5 +223,5 @@ def bwrap_argv(
         if any(path.is_relative_to(b) and path != b for b in bound):
             mask = ["--tmpfs"] if path.is_dir() else ["--ro-bind", "/dev/null"]
             argv += [*mask, str(path)]
-    argv += ["--chdir", str(workdir)]
+    argv += ["--remount-ro", "/", "--chdir", str(workdir)]
     return argv
