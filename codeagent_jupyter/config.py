@@ -33,6 +33,8 @@ class SandboxLimits:
     """Processes/threads the sandbox may hold at once (RLIMIT_NPROC or cgroup pids.max)."""
     network: bool = False
     """Whether the kernel may reach the network; False runs it in its own network namespace."""
+    disk_mb: int = 1024
+    """Disk the workspace may use, in MiB; checked after each cell, which then fails if over."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -25,6 +25,9 @@ T = TypeVar("T")
 Approver = Callable[[str, str, Any], Awaitable[bool]]
 """``(tool_call_id, name, arguments) -> approved``; awaited for tools under the ``ask`` policy."""
 
+_DISK_BUDGET = "workspace disk budget of"
+"""A sandbox note that starts with this ends the run: the workspace is over its disk budget."""
+
 CANCEL_GRACE_S = 5.0
 """How long a stopped cell may take to come back with its partial output after an interrupt."""
 
@@ -287,6 +290,9 @@ class AgentLoop:
             duration_s=round(result.duration_s, 3) if result else 0.0,
             note=result.note if result else "",
         )
+        note = str(getattr(result, "note", "") or "")
+        if _DISK_BUDGET in note:
+            self._request_stop(ev.ERROR, next(p for p in note.split("; ") if _DISK_BUDGET in p))
         return well_formed
 
     async def _approved_call(

@@ -102,6 +102,14 @@ def remove(kernel_id: str, wait_s: float = 2.0) -> None:
 
 
 def _remove_one(path: Path, deadline: float) -> None:
+    """Kill the whole group (double-forked daemons included), then delete it.
+
+    cgroup v2 kills every member atomically through ``cgroup.kill``; elsewhere each
+    listed pid is killed, again and again until the group is empty, so a process that
+    forks while being killed is caught on the next round.
+    """
+    with contextlib.suppress(OSError):
+        (path / "cgroup.kill").write_text("1")
     while True:
         try:
             pids = [int(p) for p in (path / "cgroup.procs").read_text().split()]

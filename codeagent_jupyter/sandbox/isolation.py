@@ -15,6 +15,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from .paths import STATE_DIR, hidden_paths
+
 LIMITS_ENV = "CODEAGENT_SANDBOX_LIMITS"
 """JSON of ``SandboxLimits`` handed from the server to the launcher."""
 WORKDIR_ENV = "CODEAGENT_SANDBOX_WORKDIR"
@@ -25,6 +27,10 @@ ALLOW_UNCONFINED_ENV = "CODEAGENT_SANDBOX_ALLOW_UNCONFINED"
 """Set to ``1`` when the caller explicitly accepts a sandbox without pid/filesystem isolation."""
 INNER_ENV = "CODEAGENT_SANDBOX_INNER"
 """Set by the outer launcher stage; tells the inner stage which isolation wraps it."""
+REFUSED_FILE = "refused.txt"
+"""Written beside the connection file when the launcher refuses to start; read by ``Sandbox``."""
+SANDBOX_UID = 65534
+"""The unprivileged uid/gid (``nobody``) the kernel has inside its user namespace."""
 
 _ALLOWED_NAMES = frozenset(
     {
@@ -52,7 +58,6 @@ _ALLOWED_NAMES = frozenset(
         "OMP_NUM_THREADS",
         "OPENBLAS_NUM_THREADS",
         "MKL_NUM_THREADS",
-        "JPY_PARENT_PID",
         LIMITS_ENV,
         WORKDIR_ENV,
         ALLOW_UNCONFINED_ENV,
@@ -67,8 +72,8 @@ def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
 
     jupyter_client's LocalProvisioner copies the whole server environment into the
     kernel; an allow-list is the only rule that stays safe when new secrets appear.
-    ``JPY_PARENT_PID`` is the one ``JPY_`` name kept: ipykernel uses it to exit with
-    its parent when there is no PID namespace to do that.
+    ``JPY_PARENT_PID`` is not kept: it names the server, which the sandbox has no
+    business signalling; the namespaces make the kernel die with its launcher instead.
     """
     kept: dict[str, str] = {}
     for name, value in env.items():
@@ -76,75 +81,11 @@ def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
         allowed = name in _ALLOWED_NAMES or upper.startswith(_ALLOWED_PREFIXES)
         if not allowed:
             continue
-        exempt = name == "JPY_PARENT_PID" or name.startswith("CODEAGENT_SANDBOX_")
+        exempt = name.startswith("CODEAGENT_SANDBOX_")
         if not exempt and _SECRET.search(upper):
             continue
         kept[name] = value
     return kept
-
-
-_HOME_SECRETS = (
-    ".ssh",
-    ".aws",
-    ".azure",
-    ".gnupg",
-    ".docker",
-    ".kube",
-    ".netrc",
-    ".git-credentials",
-    ".pypirc",
-    ".npmrc",
-    ".config/gcloud",
-    ".config/gh",
-    ".config/rclone",
-    ".kaggle",
-    ".huggingface",
-    ".cache/huggingface/token",
-    ".databrickscfg",
-    ".pgpass",
-    ".my.cnf",
-    ".ipython",
-    ".bash_history",
-    ".python_history",
-)
-
-
-def hidden_paths() -> list[Path]:
-    """Existing host paths the sandbox must not read (tokens, keys, histories)."""
-    from jupyter_core.paths import jupyter_config_path, jupyter_runtime_dir
-
-    candidates = [Path(jupyter_runtime_dir()), *(Path(p) for p in jupyter_config_path())]
-    home = Path.home()
-    candidates += [home / name for name in _HOME_SECRETS]
-    seen: list[Path] = []
-    for path in candidates:
-        if path.exists() and path not in seen:
-            seen.append(path)
-    return seen
-
-
-def bwrap_works(network: bool) -> bool:
-    """Probe once per launch: bwrap may be installed yet refused (no user namespaces)."""
-    exe = shutil.which("bwrap")
-    if not exe:
-        return False
-    argv = [exe, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", *_NOOP]
-    if not network:
-        argv.insert(1, "--unshare-net")
-    return _runs(argv)
-
-
-def unshare_net_works() -> bool:
-    """Whether ``unshare`` can give us a network namespace (root, or user namespaces)."""
-    exe = shutil.which("unshare")
-    if not exe:
-        return False
-    return _runs([*unshare_net_prefix(exe), *_NOOP])
-
-
-def unshare_net_prefix(exe: str = "unshare") -> list[str]:
-    """``unshare -n`` for root; unprivileged users also need a user namespace (``-r``)."""
-    return [exe, "-n"] if os.geteuid() == 0 else [exe, "-r", "-n"]
 
 
 # A no-op command that needs nothing from PATH.
@@ -162,22 +103,88 @@ def _runs(argv: list[str]) -> bool:
     return done.returncode == 0
 
 
-def python_paths() -> list[Path]:
-    """Where this Python and its packages live, to bind read-only into the sandbox.
+def _bwrap_namespaces(exe: str, network: bool) -> list[str]:
+    argv = [exe, "--die-with-parent", "--new-session", "--unshare-user"]
+    argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+    argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    argv += ["--cap-drop", "ALL"]
+    if not network:
+        argv.append("--unshare-net")
+    return argv
 
-    The sandbox gets a private /tmp and hides some home directories, so a virtual
-    environment or a checkout that lives there (as on CI machines) would vanish from under
-    the kernel. The working directory (``python -m`` puts it on ``sys.path``) is left out.
+
+def bwrap_works(network: bool) -> bool:
+    """Probe once per launch: bwrap may be installed yet refused (no user namespaces)."""
+    exe = shutil.which("bwrap")
+    if not exe:
+        return False
+    return _runs([*_bwrap_namespaces(exe, network), "--ro-bind", "/", "/", *_NOOP])
+
+
+def unshare_argv(network: bool) -> list[str] | None:
+    """The fallback without bubblewrap: user, pid and (unless allowed) network namespaces.
+
+    ``--fork`` makes the kernel pid 1 of its namespace, so whatever it starts dies with
+    it; ``--kill-child`` kills it when ``unshare`` is killed. It gives no filesystem
+    isolation, so the launcher only uses it when unconfined mode was chosen. The first
+    candidate that runs here wins (``--map-user`` needs a recent util-linux).
     """
-    cwd = Path.cwd().resolve()
-    found = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    found |= {Path(p).resolve() for p in sys.path if p and Path(p).is_dir()}
-    found.discard(cwd)
-    kept: list[Path] = []
-    for path in sorted(found, key=lambda p: len(p.parts)):
-        if not any(path.is_relative_to(k) for k in kept):
-            kept.append(path)
-    return kept
+    exe = shutil.which("unshare")
+    if not exe:
+        return None
+    base = [exe, "--user", "--pid", "--mount-proc", "--fork", "--kill-child"]
+    if not network:
+        base.append("--net")
+    uid = str(SANDBOX_UID)
+    for ids in ([f"--map-user={uid}", f"--map-group={uid}"], ["--map-root-user"]):
+        if _runs([*base, *ids, *_NOOP]):
+            return [*base, *ids]
+    return None
+
+
+_ETC = (
+    "passwd",
+    "group",
+    "hosts",
+    "host.conf",
+    "nsswitch.conf",
+    "resolv.conf",
+    "gai.conf",
+    "services",
+    "protocols",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "timezone",
+    "locale.alias",
+    "mime.types",
+    "os-release",
+    "alternatives",
+    "ssl",
+    "pki",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "crypto-policies",
+    "fonts",
+    "matplotlibrc",
+)
+"""What programs need from /etc; never shadow, sudoers, ssh keys or machine secrets."""
+
+
+def _system_binds() -> list[str]:
+    """/usr read-only, and /bin, /sbin, /lib* as the distribution has them (links or dirs)."""
+    argv = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        path = Path("/") / name
+        if path.is_symlink():
+            argv += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            argv += ["--ro-bind", str(path), str(path)]
+    argv += ["--dir", "/etc"]
+    for name in _ETC:
+        argv += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return argv
 
 
 def bwrap_argv(
@@ -188,25 +195,33 @@ def bwrap_argv(
     network: bool,
     tmp_bytes: int,
 ) -> list[str]:
-    """The bubblewrap prefix: read-only root, private /tmp and /proc, no capabilities.
+    """The bubblewrap prefix: only what Python needs, read-only; masks applied last.
 
-    Later mounts win, so secrets are hidden first and the workspace and connection
-    directory are bound on top (they may live inside /tmp or a hidden directory).
+    The kernel runs as ``nobody`` in a user namespace with no capabilities. Nothing of
+    the host is visible unless bound here: /usr, a minimal /etc, the interpreter and its
+    packages (``readable``), the workspace and the connection directory (``writable``).
+    So sockets in /run, other homes and unknown secret files are simply absent. Later
+    mounts win, so the masks (server state in the workspace, known secrets under any
+    bound directory) come after every bind and cannot be undone by them.
     """
-    argv = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session"]
-    argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--cap-drop", "ALL"]
-    if not network:
-        argv.append("--unshare-net")
-    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    exe = shutil.which("bwrap") or "bwrap"
+    argv = _bwrap_namespaces(exe, network)
+    argv += _system_binds()
+    argv += ["--dev", "/dev", "--proc", "/proc"]
     argv += ["--size", str(tmp_bytes), "--tmpfs", "/tmp"]
-    for path in hidden_paths():
-        if path.is_dir():
-            argv += ["--tmpfs", str(path)]
-        else:
-            argv += ["--ro-bind", "/dev/null", str(path)]
+    bound: list[Path] = []
     for path in readable:
         argv += ["--ro-bind", str(path), str(path)]
+        bound.append(path)
     for path in [*writable, workdir]:
         argv += ["--bind", str(path), str(path)]
-    argv += ["--chdir", str(workdir)]
+        bound.append(path)
+    state = workdir / STATE_DIR
+    if state.is_dir() and not state.is_symlink():
+        argv += ["--tmpfs", str(state)]
+    for path in hidden_paths():
+        if any(path.is_relative_to(b) and path != b for b in bound):
+            mask = ["--tmpfs"] if path.is_dir() else ["--ro-bind", "/dev/null"]
+            argv += [*mask, str(path)]
+    argv += ["--remount-ro", "/", "--chdir", str(workdir)]
     return argv

@@ -27,14 +27,17 @@ from jupyter_client.kernelspec import NoSuchKernel
 from ..config import SandboxLimits
 from ..errors import ConfigError, SandboxError
 from ..protocols import ExecResult, OutputCallback
+from .disk import disk_note
 from .isolation import (
     ALLOW_UNCONFINED_ENV,
     ENFORCEMENT_ENV,
     LIMITS_ENV,
+    REFUSED_FILE,
     WORKDIR_ENV,
     scrub_env,
 )
 from .outputs import TEXT_LIMIT, OutputCollector, render_text
+from .paths import workspace_problem
 
 _POLL_S = 0.2
 _SHELL_MOD = "codeagent_jupyter.sandbox.shell"
@@ -42,6 +45,7 @@ _ENFORCED_BY_CLIENT = {
     "cell_timeout": "interrupt, then restart",
     "output_bytes": "truncate",
     "stdin": "disabled",
+    "disk": "workspace checked after each cell",
 }
 
 
@@ -82,6 +86,9 @@ class Sandbox:
         self.workdir = Path(workdir).resolve()
         if not self.workdir.is_dir():
             raise ConfigError(f"sandbox workdir is not a directory: {workdir}")
+        problem = workspace_problem(self.workdir)
+        if problem:
+            raise ConfigError(problem)
         self.limits = limits or SandboxLimits()
         self.kernel_name = kernel_name
         self.kernel_manager_class = kernel_manager_class
@@ -143,6 +150,9 @@ class Sandbox:
             await kc.wait_for_ready(timeout=self.startup_timeout)
         except (RuntimeError, TimeoutError) as e:
             kc.stop_channels()
+            refused = self._refusal()
+            if refused:
+                raise SandboxError(refused) from None
             raise SandboxError(f"sandbox kernel did not become ready: {e}") from e
         self._kc = kc
         self.enforcement = await self._read_enforcement()
@@ -163,6 +173,17 @@ class Sandbox:
         if not found:
             found = dict.fromkeys(("memory", "cpu", "processes", "network", "filesystem"), "none")
         return {**found, **_ENFORCED_BY_CLIENT}
+
+    def _refusal(self) -> str | None:
+        """The launcher's one-line reason, when it refused to start the kernel."""
+        connection_file = getattr(self._km, "connection_file", None)
+        if not connection_file:
+            return None
+        try:
+            text = (Path(connection_file).parent / REFUSED_FILE).read_text()
+        except OSError:
+            return None
+        return " ".join(text.split())[:500] or None
 
     @property
     def kernel_id(self) -> str | None:
@@ -213,7 +234,15 @@ class Sandbox:
         """
         async with self._lock:
             result, _ = await self._run(code, on_output, store_history, {}, timeout)
-            return result
+            return self._check_disk(result)
+
+    def _check_disk(self, result: ExecResult) -> ExecResult:
+        """Turn a cell that left the workspace over ``limits.disk_mb`` into an error."""
+        note = disk_note(self.workdir, self.limits.disk_mb)
+        if note:
+            result.status = "error"
+            result.note = f"{result.note}; {note}" if result.note else note
+        return result
 
     async def _abandon(self) -> None:
         """The caller gave up on a cell (task cancelled): stop it so the next one can run."""
@@ -231,7 +260,7 @@ class Sandbox:
         if result.status == "ok" and rc not in (None, "0"):
             result.status = "error"
             result.note = f"exit code {rc}"
-        return result
+        return self._check_disk(result)
 
     async def _run(
         self,

@@ -34,17 +34,20 @@ from typing import Any
 from ..config import SandboxLimits
 from . import cgroup
 from .isolation import (
+    ALLOW_UNCONFINED_ENV,
     ENFORCEMENT_ENV,
     INNER_ENV,
     LIMITS_ENV,
+    REFUSED_FILE,
+    SANDBOX_UID,
     WORKDIR_ENV,
     bwrap_argv,
     bwrap_works,
-    python_paths,
     scrub_env,
-    unshare_net_prefix,
-    unshare_net_works,
+    unshare_argv,
 )
+from .paths import STATE_DIR, python_paths, workspace_problem
+from .report import CONFINEMENT, is_unconfined
 
 _MIB = 1024 * 1024
 PRIVATE_DIR_PREFIX = "codeagent-sbx-"
@@ -93,11 +96,59 @@ def _warm_mpl_cache(cache: Path, env: dict[str, str]) -> None:
         )
 
 
+def _refuse(connection_file: Path, reason: str) -> None:
+    """Stop before any isolation is entered, leaving the reason where ``Sandbox`` looks."""
+    if connection_file.parent.name.startswith(PRIVATE_DIR_PREFIX):
+        with contextlib.suppress(OSError):
+            (connection_file.parent / REFUSED_FILE).write_text(reason + "\n")
+    print(f"codeagent sandbox: {reason}", file=sys.stderr, flush=True)
+    raise SystemExit(3)
+
+
+def _confinement_reason(enforcement: dict[str, str]) -> str:
+    missing = " and no ".join(k for k in CONFINEMENT if enforcement.get(k, "none") == "none")
+    return (
+        f"sandbox refused to start: no {missing} isolation on this machine (bubblewrap is "
+        "missing or cannot create namespaces here); install bubblewrap, or choose an "
+        "unconfined sandbox explicitly (allow_unconfined=True)"
+    )
+
+
+def _cap_processes(limits: SandboxLimits, enforcement: dict[str, str]) -> None:
+    """RLIMIT_NPROC for the real uid, set before any user namespace makes us look like root.
+
+    The limit counts every process of the user, so room is left for what already runs;
+    it is ignored for root, which gets the pids cgroup instead.
+    """
+    if "processes" in enforcement or os.geteuid() == 0:
+        return
+    ceiling = _user_process_count() + limits.max_processes
+    _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if hard != resource.RLIM_INFINITY:
+        ceiling = min(ceiling, hard)
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NPROC, (ceiling, ceiling))
+        enforcement["processes"] = "rlimit (per user)"
+
+
+def _user(kind: str) -> str:
+    """Who the kernel is, as far as the host's files are concerned ("none" = root)."""
+    if kind == "bwrap":
+        return f"uid {SANDBOX_UID} (user namespace)"
+    if os.geteuid() == 0:
+        return "none"
+    return f"uid {os.geteuid()}" + (" (user namespace)" if kind == "unshare" else "")
+
+
 def outer(connection_file: Path) -> None:
     """Choose and enter the isolation; never returns when it re-executes itself."""
     limits = _limits()
     info = json.loads(connection_file.read_text())
     workdir = Path(os.environ.get(WORKDIR_ENV) or os.getcwd()).resolve()
+    problem = workspace_problem(workdir)
+    if problem:
+        _refuse(connection_file, problem)
+    unconfined_ok = os.environ.get(ALLOW_UNCONFINED_ENV) == "1"
     env = scrub_env(os.environ)
     env[WORKDIR_ENV] = str(workdir)
     env["MALLOC_ARENA_MAX"] = "2"
@@ -116,9 +167,12 @@ def outer(connection_file: Path) -> None:
     netns_possible = ipc and not limits.network
     network_none = "allowed" if limits.network else "none"
 
-    prefix: list[str] = []
+    kind, prefix = "none", list[str]()
     if bwrap_works(network=not netns_possible):
+        with contextlib.suppress(OSError):
+            (workdir / STATE_DIR).mkdir(exist_ok=True)  # a mount point for its mask
         writable = [Path(info["ip"]).parent] if ipc else []
+        kind = "bwrap"
         prefix = bwrap_argv(
             workdir=workdir,
             writable=writable,
@@ -128,14 +182,20 @@ def outer(connection_file: Path) -> None:
         )
         enforcement.update(filesystem="bwrap", pid="bwrap")
         enforcement["network"] = "bwrap" if netns_possible else network_none
-        env.pop("JPY_PARENT_PID", None)  # meaningless in a PID namespace
-    elif netns_possible and unshare_net_works():
-        prefix = unshare_net_prefix()
-        enforcement["network"] = "unshare"
+    elif (fallback := unshare_argv(network=not netns_possible)) is not None:
+        kind, prefix = "unshare", fallback
+        enforcement["pid"] = "unshare"
+        enforcement["network"] = "unshare" if netns_possible else network_none
     else:
         enforcement["network"] = network_none
+    enforcement["user"] = _user(kind)
+    for key in CONFINEMENT:
+        enforcement.setdefault(key, "none")
+    if is_unconfined(enforcement) and not unconfined_ok:
+        _refuse(connection_file, _confinement_reason(enforcement))
+    _cap_processes(limits, enforcement)
 
-    state = {"enforcement": enforcement, "mpl_cache": str(mpl_cache), "private": bool(prefix)}
+    state = {"enforcement": enforcement, "mpl_cache": str(mpl_cache), "private": kind == "bwrap"}
     env[INNER_ENV] = json.dumps(state)
     if not prefix:
         os.environ.clear()
@@ -191,15 +251,19 @@ def _apply_rlimits(limits: SandboxLimits, enforcement: dict[str, str]) -> None:
 
 
 def _private_dirs(connection_file: Path, inside_sandbox: bool) -> Path:
-    """Writable scratch for caches and config that a read-only filesystem would refuse."""
+    """Writable scratch for caches, config and $HOME, private to this one kernel.
+
+    Inside bubblewrap /tmp is already this kernel's own tmpfs; otherwise the provisioner's
+    private directory (or a fresh one) is used, never a path two kernels could share.
+    """
     if inside_sandbox:
         root = Path(tempfile.gettempdir()) / "codeagent"
     elif connection_file.parent.name.startswith(PRIVATE_DIR_PREFIX):
         root = connection_file.parent / "tmp"
     else:
         root = Path(tempfile.mkdtemp(prefix=PRIVATE_DIR_PREFIX))
-    for name in ("matplotlib", "ipython", "cache"):
-        (root / name).mkdir(parents=True, exist_ok=True)
+    for name in ("matplotlib", "ipython", "cache", "home"):
+        (root / name).mkdir(parents=True, exist_ok=True, mode=0o700)
     return root
 
 
@@ -214,6 +278,7 @@ def inner(connection_file: Path) -> None:
         MPLCONFIGDIR=str(scratch / "matplotlib"),
         IPYTHONDIR=str(scratch / "ipython"),
         XDG_CACHE_HOME=str(scratch / "cache"),
+        HOME=str(scratch / "home"),
         MPLBACKEND="module://matplotlib_inline.backend_inline",
     )
     for font_list in Path(state.get("mpl_cache", "/nonexistent")).glob("fontlist-*.json"):

@@ -7,6 +7,9 @@ It is a LocalProvisioner with three changes that only the server side can make:
 - the connection file and ``ipc`` sockets go to a private directory outside the Jupyter
   runtime directory (which the sandbox cannot see), because ``tcp`` cannot cross a
   network namespace;
+- the kernel gets no stdin and no terminal: stdout is discarded and stderr is read
+  through a pipe into the server's log, escaped line by line, so a cell cannot write
+  escape sequences to the terminal the server runs in;
 - the kernel's ``pids`` cgroup and private directory are removed when it is gone.
 
 Everything else (limits, namespaces) is done by the launcher, so a remote provisioner or
@@ -16,11 +19,16 @@ a gateway that runs the same kernel spec gets the same behaviour.
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import shutil
+import subprocess
 import tempfile
+import threading
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import LocalProvisioner
 
 from . import cgroup
@@ -43,6 +51,21 @@ class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]
             km.connection_file = str(self._private_dir / f"kernel-{self.kernel_id}.json")
         return await super().pre_launch(**kwargs)
 
+    async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
+        kwargs.update(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        info = await super().launch_kernel(cmd, **kwargs)
+        process = self.process
+        if process is not None and process.stderr is not None:
+            # Take the pipe from the Popen object: jupyter_client closes its streams when
+            # the process is reaped, while the reader may still be draining it.
+            stream = os.fdopen(os.dup(process.stderr.fileno()), "rb")
+            process.stderr.close()
+            process.stderr = None
+            log = getattr(self, "log", None) or logging.getLogger(__name__)
+            name = f"kernel {str(self.kernel_id)[:8]}"
+            threading.Thread(target=forward_stderr, args=(stream, log, name), daemon=True).start()
+        return info
+
     def _finalize_env(self, env: dict[str, str]) -> None:
         super()._finalize_env(env)
         kept = scrub_env(env)
@@ -55,3 +78,33 @@ class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]
         if not restart and self._private_dir is not None:
             shutil.rmtree(self._private_dir, ignore_errors=True)
             self._private_dir = None
+
+
+LINE_CHARS = 2000
+"""Longest kernel stderr line written to the log; the rest is cut with a marker."""
+MAX_LINES = 1000
+"""Lines logged per kernel; after that the pipe is drained silently."""
+
+
+def escape_line(raw: bytes, limit: int = LINE_CHARS) -> str:
+    """Printable text only: control characters (ESC, CR, BEL, …) become ``\\xNN`` escapes."""
+    text = raw.rstrip(b"\n").decode("utf-8", errors="backslashreplace")
+    cut = len(text) > limit
+    text = text[:limit]
+    out = "".join(
+        c if c.isprintable() or c == "\\" else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
+    return out + (f" … [{len(raw) - limit} more bytes]" if cut else "")
+
+
+def forward_stderr(stream: IO[bytes], log: logging.Logger | Any, name: str) -> None:
+    """Copy a kernel's stderr into ``log``, escaped and bounded, until the pipe closes."""
+    lines = 0
+    with stream:
+        for raw in iter(lambda: stream.readline(64 * 1024), b""):
+            lines += 1
+            if lines <= MAX_LINES:
+                log.info("%s stderr: %s", name, escape_line(raw))
+            elif lines == MAX_LINES + 1:
+                log.info("%s stderr: more output not logged", name)

@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from pathlib import Path
 
 import pytest
 from jupyter_core.paths import jupyter_runtime_dir
 
 from codeagent_jupyter.protocols import Sandbox as SandboxPort
-from codeagent_jupyter.sandbox import Sandbox
+from codeagent_jupyter.sandbox import Sandbox, cgroup
 from codeagent_jupyter.sandbox.launcher import cgroup_memory_bytes
 
 from .conftest import SECRETS, SMALL, needs
@@ -195,10 +194,10 @@ async def test_enforcement_claims_match_behaviour(sandbox: Sandbox) -> None:
     seen = json.loads(r.text)
     if claims["memory"].startswith("rlimit"):
         assert seen["data"] == SMALL.memory_mb << 20
+    # The kernel sees its cgroup through a cgroup namespace; look from the host side.
+    groups = cgroup.group_dirs(str(sandbox.kernel_id))
     if claims["memory"].endswith("cgroup"):
-        line = next(ln for ln in seen["cgroup"].splitlines() if ":memory:" in ln or ln[:3] == "0::")
-        group = Path("/sys/fs/cgroup", "memory" if ":memory:" in line else "")
-        group = group / line.split(":", 2)[2].lstrip("/")
+        group = groups["memory"]
         names = ("memory.limit_in_bytes", "memory.max")
         limit_file = next(group / name for name in names if (group / name).exists())
         assert int(limit_file.read_text()) == cgroup_memory_bytes(SMALL)
@@ -211,7 +210,7 @@ async def test_enforcement_claims_match_behaviour(sandbox: Sandbox) -> None:
     if claims["filesystem"] != "none":
         assert seen["root_ro"]
     if claims["processes"] == "cgroup":
-        assert "codeagent-sandbox" in seen["cgroup"]
+        assert int((groups["pids"] / "pids.max").read_text()) == SMALL.max_processes
     if claims["network"] in ("bwrap", "unshare"):
         assert seen["netdevs"] in ([], ["lo"])
 
