@@ -76,7 +76,7 @@ class CPUBudget:
         self._rearm()
 
     def _on_sigxcpu(self, signum: int, frame: FrameType | None) -> None:
-        """Linux repeats SIGXCPU each CPU second past the limit: a cell that catches it gets more."""
+        """Raise in the cell; Linux repeats SIGXCPU each CPU second, so catching it buys little."""
         raise CPUBudgetExceeded(self.message)
 
     @property
