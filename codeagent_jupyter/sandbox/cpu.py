@@ -21,6 +21,7 @@ import math
 import os
 import resource
 import signal
+import threading
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -69,11 +70,18 @@ class CPUBudget:
 
     def _before_cell(self) -> None:
         self._rearm()
-        signal.signal(signal.SIGXCPU, self._on_sigxcpu)
+        self._on_signal(self._on_sigxcpu)
 
     def _after_cell(self) -> None:
-        signal.signal(signal.SIGXCPU, signal.SIG_DFL)
+        self._on_signal(signal.SIG_DFL)
         self._rearm()
+
+    @staticmethod
+    def _on_signal(handler: Any) -> None:
+        # Only the main thread may set handlers; a cell in an ipykernel subshell runs in
+        # another thread and keeps whatever the main thread has (the limit still holds).
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGXCPU, handler)
 
     def _on_sigxcpu(self, signum: int, frame: FrameType | None) -> None:
         """Raise in the cell; Linux repeats SIGXCPU each CPU second, so catching it buys little."""
