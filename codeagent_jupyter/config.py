@@ -22,15 +22,29 @@ class SandboxLimits:
     memory_mb: int = 2048
     """Data-segment limit (RLIMIT_DATA) in MiB; a larger allocation raises MemoryError."""
     cpu_seconds: int = 600
-    """CPU seconds for the kernel process over its whole life (RLIMIT_CPU)."""
+    """CPU seconds each cell may use (RLIMIT_CPU, re-armed before every execution).
+
+    A cell past it ends with ``CPUBudgetExceeded``; the kernel and its state stay, and
+    the result's note says so. Threads a cell leaves running get one more budget after
+    the cell, then the kernel is ended (SIGXCPU) and restarted. Per process, all its
+    threads together: eight busy threads use it eight times as fast. The kernel's whole
+    life is capped at 100 budgets (a hard limit code in the kernel cannot lift); past it
+    the kernel is killed and restarted.
+    """
     cell_timeout: float = 60.0
     """Wall seconds one cell may run before it is interrupted (then restarted if needed)."""
     output_bytes: int = 1_000_000
     """Bytes of output kept per cell in the recording; the rest is cut with a marker."""
     file_size_mb: int = 512
     """Largest file the kernel may write (RLIMIT_FSIZE), in MiB."""
-    max_processes: int = 64
-    """Processes/threads the sandbox may hold at once (RLIMIT_NPROC or cgroup pids.max)."""
+    max_processes: int = 512
+    """Processes and threads the sandbox may hold at once (cgroup pids.max or RLIMIT_NPROC).
+
+    Threads count: the kernel itself holds about a dozen, a BLAS or OpenMP pool one per
+    thread, joblib one process per worker. The launcher sizes OpenMP/OpenBLAS/MKL pools
+    to the sandbox's CPU share (at most an eighth of this), so common numeric libraries
+    fit on many-core machines while a fork bomb still stops here.
+    """
     network: bool = False
     """Whether the kernel may reach the network; False runs it in its own network namespace."""
     disk_mb: int = 1024

@@ -27,6 +27,7 @@ from jupyter_client.kernelspec import NoSuchKernel
 from ..config import SandboxLimits
 from ..errors import ConfigError, SandboxError
 from ..protocols import ExecResult, OutputCallback
+from .cpu import EXCEEDED_NAME as CPU_EXCEEDED
 from .disk import disk_note
 from .isolation import (
     ALLOW_UNCONFINED_ENV,
@@ -55,9 +56,12 @@ def describe_exit(returncode: int | None, limits: SandboxLimits) -> str:
         return "kernel died"
     sig = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
     if sig == signal.SIGKILL:
-        return "kernel died (SIGKILL, likely out of memory)"
+        return "kernel died (SIGKILL: out of memory, or its lifetime CPU backstop reached)"
     if sig == signal.SIGXCPU:
-        return f"kernel died (SIGXCPU: CPU time limit of {limits.cpu_seconds} s reached)"
+        return (
+            f"kernel died (SIGXCPU: CPU budget of {limits.cpu_seconds} s used up "
+            "between cells, e.g. by a thread a cell left running)"
+        )
     if sig == signal.SIGSEGV:
         return "kernel died (SIGSEGV, segmentation fault)"
     if sig > 0:
@@ -354,6 +358,11 @@ class Sandbox:
                 notes.append(f"interrupted after {timeout:g} s (cell_timeout); state kept")
             else:
                 status = "ok" if content.get("status") == "ok" else "error"
+                if content.get("ename") == CPU_EXCEEDED:
+                    notes.append(
+                        f"stopped after its CPU budget of {self.limits.cpu_seconds} s "
+                        "(cpu_seconds, per cell); state kept"
+                    )
         outputs = collector.finish()
         result = ExecResult(
             status=status,

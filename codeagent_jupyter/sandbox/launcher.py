@@ -33,6 +33,7 @@ from typing import Any
 
 from ..config import SandboxLimits
 from . import cgroup
+from .cpu import THREAD_VARIABLES, CPUBudget, pool_threads
 from .isolation import (
     ALLOW_UNCONFINED_ENV,
     ENFORCEMENT_ENV,
@@ -50,6 +51,8 @@ from .paths import STATE_DIR, python_paths, workspace_problem
 from .report import CONFINEMENT, is_unconfined
 
 _MIB = 1024 * 1024
+LIFETIME_CPU_FACTOR = 100
+"""The kernel's whole life may use this many per-cell CPU budgets (then SIGKILL)."""
 PRIVATE_DIR_PREFIX = "codeagent-sbx-"
 
 
@@ -140,8 +143,12 @@ def _user(kind: str) -> str:
     return f"uid {os.geteuid()}" + (" (user namespace)" if kind == "unshare" else "")
 
 
-def outer(connection_file: Path) -> None:
-    """Choose and enter the isolation; never returns when it re-executes itself."""
+def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
+    """Choose and enter the isolation; never returns when it re-executes itself.
+
+    ``kernel_args`` (e.g. ``--matplotlib=inline`` from nbclient) are for ipykernel.
+    """
+    kernel_args = kernel_args or []
     limits = _limits()
     info = json.loads(connection_file.read_text())
     workdir = Path(os.environ.get(WORKDIR_ENV) or os.getcwd()).resolve()
@@ -200,9 +207,10 @@ def outer(connection_file: Path) -> None:
     if not prefix:
         os.environ.clear()
         os.environ.update(env)
-        inner(connection_file)
+        inner(connection_file, kernel_args)
         return
     cmd = [sys.executable, "-m", "codeagent_jupyter.sandbox.launcher", "-f", str(connection_file)]
+    cmd += kernel_args
     argv = prefix + cmd
     os.execvpe(argv[0], argv, env)
 
@@ -233,7 +241,10 @@ def _apply_rlimits(limits: SandboxLimits, enforcement: dict[str, str]) -> None:
     if cap(resource.RLIMIT_DATA, limits.memory_mb * _MIB):
         in_cgroup = enforcement.get("memory") == "cgroup"
         enforcement["memory"] = "rlimit+cgroup" if in_cgroup else "rlimit"
-    if cap(resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 5):
+    # CPUBudget raises the soft limit before each cell, so the budget is per cell; the hard
+    # limit is a lifetime backstop that code in the kernel cannot lift.
+    lifetime = limits.cpu_seconds * LIFETIME_CPU_FACTOR
+    if cap(resource.RLIMIT_CPU, limits.cpu_seconds, lifetime):
         enforcement["cpu"] = "rlimit"
     if cap(resource.RLIMIT_FSIZE, limits.file_size_mb * _MIB):
         enforcement["file_size"] = "rlimit"
@@ -267,8 +278,9 @@ def _private_dirs(connection_file: Path, inside_sandbox: bool) -> Path:
     return root
 
 
-def inner(connection_file: Path) -> None:
+def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     """Apply per-process limits and run ipykernel in this process."""
+    kernel_args = kernel_args or []
     state: dict[str, Any] = json.loads(os.environ.pop(INNER_ENV, "{}") or "{}")
     enforcement: dict[str, str] = dict(state.get("enforcement", {}))
     limits = _limits()
@@ -281,6 +293,9 @@ def inner(connection_file: Path) -> None:
         HOME=str(scratch / "home"),
         MPLBACKEND="module://matplotlib_inline.backend_inline",
     )
+    threads = str(pool_threads(limits.max_processes, limits.memory_mb))
+    for name in THREAD_VARIABLES:  # an operator's own setting passes the allow-list and wins
+        os.environ.setdefault(name, threads)
     for font_list in Path(state.get("mpl_cache", "/nonexistent")).glob("fontlist-*.json"):
         with contextlib.suppress(OSError):
             shutil.copy(font_list, scratch / "matplotlib" / font_list.name)
@@ -295,20 +310,35 @@ def inner(connection_file: Path) -> None:
     os.chdir(workdir)
     from ipykernel.kernelapp import IPKernelApp
 
-    IPKernelApp.launch_instance(
-        argv=["-f", str(connection_file), "--HistoryManager.hist_file=:memory:"]
-    )
+    argv = ["-f", str(connection_file), *kernel_args, "--HistoryManager.hist_file=:memory:"]
+    if not os.environ.get("JPY_PARENT_PID"):
+        # Without a parent pid ipykernel prints its "Ctrl-C will not work ... --existing"
+        # note for a terminal user. 1 means "started by a manager", and on POSIX starts
+        # no parent poller: the sandbox's own supervision ends the kernel with its parent.
+        argv.append("--IPKernelApp.parent_handle=1")
+    app = IPKernelApp.instance()
+    app.initialize(argv)
+    if enforcement["cpu"] == "rlimit":
+        CPUBudget(limits.cpu_seconds).install(app.shell)
+    app.start()
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Start a limited, isolated ipykernel.")
+    """Parse ``-f CONNECTION_FILE``; every other argument is passed on to ipykernel.
+
+    Kernel managers append ``extra_arguments`` to the spec's argv (nbclient and nbval
+    pass ``--matplotlib=inline``); a kernel must accept what ipykernel accepts.
+    """
+    parser = argparse.ArgumentParser(
+        description="Start a limited, isolated ipykernel.", allow_abbrev=False
+    )
     parser.add_argument("-f", dest="connection_file", required=True, type=Path)
-    args = parser.parse_args(argv)
+    args, kernel_args = parser.parse_known_args(argv)
     connection_file = args.connection_file.resolve()
     if INNER_ENV in os.environ:
-        inner(connection_file)
+        inner(connection_file, kernel_args)
     else:
-        outer(connection_file)
+        outer(connection_file, kernel_args)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
 
@@ -74,7 +75,11 @@ class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]
 
     async def cleanup(self, restart: bool = False) -> None:
         await super().cleanup(restart=restart)
-        await asyncio.to_thread(cgroup.remove, self.kernel_id)
+        # A pool of our own, not the loop's default executor: a process forked later
+        # (multiprocessing notebook runners) would inherit that pool with an idle thread
+        # that does not exist in the child, and its next shutdown would wait forever.
+        with ThreadPoolExecutor(1, thread_name_prefix="codeagent-cgroup") as pool:
+            await asyncio.get_running_loop().run_in_executor(pool, cgroup.remove, self.kernel_id)
         if not restart and self._private_dir is not None:
             shutil.rmtree(self._private_dir, ignore_errors=True)
             self._private_dir = None
