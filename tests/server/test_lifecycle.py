@@ -158,7 +158,8 @@ def test_restart_lists_the_interrupted_session(
     finished = [e for e in detail["events"] if e["type"] == "tool_call_finished"]
     assert len(finished) == 1 and "first step done" in json.dumps(finished[0]["outputs"])
 
-    path = root / ".codeagent" / "sessions" / f"{sid}.ipynb"
+    path = tmp_path / "home" / "data" / "codeagent" / "sessions" / f"{sid}.ipynb"
+    assert not (root / ".codeagent").exists()  # nothing of the server's in the workspace
     notebook = nbformat.read(path, as_version=4)
     nbformat.validate(notebook)
     assert notebook.metadata["codeagent"]["status"] == "interrupted"
