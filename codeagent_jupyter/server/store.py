@@ -72,6 +72,9 @@ def load_saved_sessions(
         except Exception as e:
             log.warning("codeagent: skipping %s: %s", path.name, e)
             continue
+        if record.session_id != path.stem:  # a signed notebook copied under another id
+            log.warning("codeagent: not loading session %s: it is %s", path.name, record.session_id)
+            continue
         events = [e.to_dict() for e in record.events]
         status = record.status
         if status == "running":
