@@ -54,13 +54,12 @@ def _runnable_as_nobody() -> tuple[list[str], str, dict[str, str]] | None:
         "JUPYTER_PATH": str(Path(sys.prefix) / "share" / "jupyter"),  # the sandbox kernel spec
     }
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for python in (sys.executable, shutil.which(version) or "", f"/usr/bin/{version}"):
-        probe = [*prefix, "/usr/bin/env", "-i", *(f"{k}={v}" for k, v in paths.items())]
-        check = "import codeagent_jupyter.cli, jupyter_client, zmq"
-        if (
-            python
-            and subprocess.run([*probe, python, "-c", check], capture_output=True).returncode == 0
-        ):
+    probe = [*prefix, "/usr/bin/env", "-i", *(f"{k}={v}" for k, v in paths.items())]
+    check = "import codeagent_jupyter.cli, jupyter_client, zmq"
+    for python in (sys.executable, shutil.which(version), f"/usr/bin/{version}"):
+        if not python or not os.path.exists(python):
+            continue
+        if subprocess.run([*probe, python, "-c", check], capture_output=True).returncode == 0:
             return prefix, python, paths
     return None
 
