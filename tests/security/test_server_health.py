@@ -6,6 +6,7 @@ sandbox without isolation may start at all is the launcher's decision, not check
 
 from __future__ import annotations
 
+import ctypes
 import shutil
 import sys
 from pathlib import Path
@@ -18,9 +19,15 @@ from tests.scripted_model import text
 from tests.server.helpers import Api
 
 
+def _dumpable() -> int:
+    return int(ctypes.CDLL(None).prctl(3, 0, 0, 0, 0))  # PR_GET_DUMPABLE
+
+
 @pytest.mark.codeagent(pool_size=1)
 async def test_health_reports_confinement(api: Api) -> None:
     health = await api.ok("GET", "health")
+    # The server runs in this process: holding the key, it made itself undumpable.
+    assert not sys.platform.startswith("linux") or _dumpable() == 0
     sandbox = health["sandbox"]
     assert sandbox["allow_unconfined"] is False  # the default, passed to every sandbox
     enforcement = sandbox["enforcement"]
