@@ -21,13 +21,41 @@ from . import events as ev
 from .config import AgentConfig, SandboxLimits
 from .context import build_context
 from .errors import CodeAgentError, ConfigError
+from .hardening import make_undumpable
 from .loop import AgentLoop
 from .printer import ProgressPrinter
 from .protocols import EventSink
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors are one line (``codeagent run: error: …``), like every other error."""
+
+    def error(self, message: str) -> Any:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _add_isolation(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--isolation",
+        choices=("auto", "none"),
+        default="auto",
+        help="auto: refuse to run without pid and filesystem isolation; none: allow an "
+        "UNCONFINED sandbox where the machine cannot isolate (its code can read your files)",
+    )
+
+
+def _announce(sandbox: Any) -> None:
+    """The first progress line: what the sandbox really enforces; then a warning if any."""
+    from .sandbox import report
+
+    print(report.summary(sandbox.enforcement, sandbox.limits), file=sys.stderr)
+    warning = report.warning(sandbox.enforcement)
+    if warning is not None:
+        print(warning, file=sys.stderr)
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="codeagent",
         description="A coding agent that runs its Python in a sandboxed Jupyter kernel.",
     )
@@ -46,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--cell-timeout", type=_positive_float, default=SandboxLimits.cell_timeout)
     run.add_argument("--memory-mb", type=_positive_int, default=SandboxLimits.memory_mb)
     run.add_argument("--network", choices=("none", "host"), default="none")
+    _add_isolation(run)
 
     replay = sub.add_parser("replay", help="re-execute or re-drive a recorded session")
     replay.add_argument("session", type=Path, help="a session notebook (.ipynb)")
@@ -56,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
         help="'recorded': re-drive the agent loop from the recorded model turns, offline",
     )
     replay.add_argument("--out", type=Path, help="where to write the replayed session")
+    _add_isolation(replay)
     return parser
 
 
@@ -75,6 +105,7 @@ def _positive_float(text: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script."""
+    make_undumpable()  # we hold the API key: a same-user sandbox must not read our environ
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":
@@ -174,7 +205,9 @@ async def _run(args: argparse.Namespace) -> int:
     config = AgentConfig(max_steps=args.max_steps)
     model = OpenAIChatModel(model_name, base_url, api_key, stream=args.stream)
     context = build_context(workdir, notebook)
-    async with Sandbox(workdir=workdir, limits=limits) as sandbox:
+    unconfined = args.isolation == "none"
+    async with Sandbox(workdir=workdir, limits=limits, allow_unconfined=unconfined) as sandbox:
+        _announce(sandbox)
         recorder = NotebookRecorder(out, session_id=session_id)
         sinks: list[EventSink] = [recorder, ProgressPrinter()]
         loop = AgentLoop(model, sandbox, ToolBox(sandbox, workdir), sinks, config, context=context)
@@ -203,7 +236,9 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
         out.unlink()
     label = f"recorded turns of {session.model}" if session.model else "recorded turns"
     model = ReplayModel(_flat_turns(session.turns), name=label, base_url="")
-    async with Sandbox(workdir=workdir, limits=SandboxLimits()) as sandbox:
+    unconfined = args.isolation == "none"
+    async with Sandbox(workdir=workdir, allow_unconfined=unconfined) as sandbox:
+        _announce(sandbox)
         recorder = NotebookRecorder(out)
         sinks: list[EventSink] = [recorder, ProgressPrinter()]
         loop = AgentLoop(model, sandbox, ToolBox(sandbox, workdir), sinks, AgentConfig())
@@ -217,7 +252,9 @@ async def _reexecute(args: argparse.Namespace) -> int:
 
     notebook = _read_notebook(args.session)
     workdir = _workdir(args.workdir)
-    async with Sandbox(workdir=workdir, limits=SandboxLimits()) as sandbox:
+    unconfined = args.isolation == "none"
+    async with Sandbox(workdir=workdir, allow_unconfined=unconfined) as sandbox:
+        _announce(sandbox)
         checks = await reexecute(notebook, sandbox)
     for check in checks:
         verdict = "match" if check.matched else f"MISMATCH: {check.detail}"

@@ -33,6 +33,7 @@ import re
 import shlex
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -154,8 +155,16 @@ def _clean_outputs(outputs: list[dict[str, Any]], cap: int = OUTPUT_CAP) -> list
 class NotebookRecorder:
     """Event sink that keeps ``path`` an up-to-date session notebook."""
 
-    def __init__(self, path: Path, *, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        session_id: str | None = None,
+        on_saved: Callable[[Path, str], None] | None = None,
+    ) -> None:
         self.path = Path(path)
+        self.on_saved = on_saved
+        """Called with the path and the exact text after each save (e.g. to sign it)."""
         self._args: dict[str, Any] = {}
         self._cell_json: dict[str, str] = {}
         self._memo: dict[int, str] = {}  # JSON of event log entries, which are append-only
@@ -247,6 +256,8 @@ class NotebookRecorder:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+        if self.on_saved is not None:
+            self.on_saved(self.path, text)
 
     # -- event handlers (return the cell they created, if any) ------------------------------
 

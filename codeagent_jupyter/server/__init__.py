@@ -5,10 +5,10 @@ config, sessions outlive browser reloads, and any number of clients can watch on
 Configure it with ``c.CodeAgent.…`` (see ``CodeAgent``); the package's jupyter-config file
 enables it on ``pip install``. Routes (all behind the server's auth, resource ``codeagent``)::
 
-    GET    health                                  model (no key), enforcement, pool
+    GET    health                                  model (no key), enforcement, unconfined, pool
     POST   warm                {notebook_path?}    hold a sandbox for my next session
-    GET    sessions                                every session (also from earlier runs)
-    POST   sessions            {prompt, notebook_path?, model?, limits?}  -> 201
+    GET    sessions                                my sessions (also from earlier runs)
+    POST   sessions            {prompt, notebook_path?, model?, limits?, max_steps?}  -> 201
     GET    sessions/ID                             state + all events so far
     DELETE sessions/ID                             stop the run, shut the sandbox down
     WS     sessions/ID/events?since=N              events from seq N, then live
@@ -18,8 +18,14 @@ enables it on ``pip install``. Routes (all behind the server's auth, resource ``
     POST   sessions/ID/cells/CALL/accept|reject    record the user's decision
     GET    sessions/ID/notebook                    the session .ipynb
 
-Errors are ``{"message": ...}`` with 400 (bad JSON or fields), 403 (model or limit not
-allowed), 404 (unknown id), 409 (not possible in the current state), 429 (too many open
+Sessions belong to the user who started them: anyone else gets 404 on every session route
+(members of ``c.CodeAgent.read_groups`` may read and watch, not change: 403). Session
+notebooks are kept outside every workspace and signed; only signed ones are loaded.
+
+Errors are ``{"message": ...}`` with 400 (bad JSON or fields; limits or max_steps that are
+not finite or above the administrator's), 403 (model not allowed; a read-only reader
+changing a session), 404 (unknown id, or someone else's session), 409 (not possible in the
+current state), 413 (prompt longer than ``max_prompt_chars``), 429 (too many open
 sessions), 503 (no model configured, or no sandbox could start).
 """
 

@@ -13,12 +13,14 @@ import os
 from pathlib import Path
 from typing import Any
 
+from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Dict, Float, Int, List, Unicode, validate
 from traitlets.config import Configurable
 
 from ..config import AgentConfig, SandboxLimits
 from ..errors import ConfigError
+from ..hardening import make_undumpable
 from .handlers import route_table
 from .manager import SessionManager
 
@@ -74,7 +76,26 @@ class CodeAgent(Configurable):
         "",
         config=True,
         help="Where session notebooks are kept; relative paths are under the server root. "
-        "Default: .codeagent/sessions under the server root.",
+        "Default: codeagent/sessions in the Jupyter data dir, outside every workspace, so "
+        "sandbox code cannot reach them. Only notebooks this server signed are loaded.",
+    )
+    read_groups = List(
+        Unicode(),
+        config=True,
+        help="Groups whose members may list, read and watch every user's sessions (not "
+        "change them), e.g. instructors. Others see only their own sessions (404 otherwise).",
+    )
+    max_prompt_chars = Int(
+        100_000,
+        config=True,
+        help="Longest prompt or follow-up accepted, in characters; longer ones get 413.",
+    )
+    allow_unconfined = Bool(
+        False,
+        config=True,
+        help="Let sandboxes start without pid and filesystem isolation (no bubblewrap on "
+        "this machine). Model-written code can then read your files and processes; health, "
+        "the panel and every session notebook say so.",
     )
     prices = Dict(
         config=True,
@@ -112,6 +133,12 @@ class CodeAgent(Configurable):
         SandboxLimits.from_dict(proposal["value"])  # raises with a one-line message
         return proposal["value"]
 
+    @validate("max_prompt_chars", "max_steps")
+    def _check_positive(self, proposal: dict[str, Any]) -> int:
+        if proposal["value"] <= 0:
+            raise ValueError(f"{proposal['trait'].name} must be a positive whole number")
+        return int(proposal["value"])
+
     @validate("approval")
     def _check_approval(self, proposal: dict[str, Any]) -> dict[str, Any]:
         for tool, policy in proposal["value"].items():
@@ -136,8 +163,16 @@ class CodeAgent(Configurable):
         return os.environ.get(self.api_key_env) or None
 
     def sessions_path(self, root_dir: Path) -> Path:
-        path = Path(self.sessions_dir or ".codeagent/sessions").expanduser()
+        if not self.sessions_dir:
+            return state_dir() / "sessions"
+        path = Path(self.sessions_dir).expanduser()
         return path if path.is_absolute() else root_dir / path
+
+
+def state_dir() -> Path:
+    """The server's own files (sessions, signing key): the Jupyter data dir, which
+    survives restarts and is no workspace (unless the server root contains it)."""
+    return Path(jupyter_data_dir()) / "codeagent"
 
 
 class CodeAgentApp(ExtensionApp):
@@ -148,6 +183,8 @@ class CodeAgentApp(ExtensionApp):
     classes = [CodeAgent]
 
     def initialize_settings(self) -> None:
+        # The server holds the API key: same-user processes must not read its environ.
+        make_undumpable()
         self.agent_settings = CodeAgent(parent=self)
         try:
             self.agent_settings.sandbox_limits()
@@ -160,6 +197,7 @@ class CodeAgentApp(ExtensionApp):
             root_dir=root_dir,
             contents_manager=self.serverapp.contents_manager,
             log=self.log,
+            state_dir=state_dir(),
         )
         self.manager.load_saved()
         self.settings["codeagent_manager"] = self.manager

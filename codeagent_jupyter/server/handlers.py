@@ -19,6 +19,7 @@ from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
 from .errors import ApiError
+from .policy import Caller, groups_of
 
 AUTH_RESOURCE = "codeagent"
 SERVER_OWNER = "server-owner"
@@ -53,7 +54,8 @@ def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
 
 
 def owner_of(handler: Any) -> str:
-    """Who a request counts against for the per-user session cap.
+    """Who a request counts as: the owner of the sessions it creates, the only one who
+    may see or change them (see ``caller_of``), and whose open sessions are capped.
 
     Jupyter's own token/password login has one principal, whoever holds the secret, yet it
     names every cookie-less API request a fresh anonymous user; so behind it all requests
@@ -63,6 +65,11 @@ def owner_of(handler: Any) -> str:
         return SERVER_OWNER
     user = handler.current_user
     return str(getattr(user, "username", user))
+
+
+def caller_of(handler: Any) -> Caller:
+    """The owner name and the groups the identity provider gives the current user."""
+    return Caller(owner_of(handler), groups_of(handler.current_user))
 
 
 class BaseHandler(APIHandler):
@@ -78,7 +85,19 @@ class BaseHandler(APIHandler):
     def owner(self) -> str:
         return owner_of(self)
 
+    @property
+    def caller(self) -> Caller:
+        return caller_of(self)
+
+    def session(self, session_id: str, *, change: bool = False) -> Any:
+        """The caller's session (404 when it is someone else's, 403 for a read-only reader)."""
+        return self.manager.get(session_id, self.caller, change=change)
+
     def json_body(self, spec: dict[str, tuple[type | tuple[type, ...], bool]]) -> dict[str, Any]:
+        # A body far beyond any acceptable prompt (even fully \u-escaped) is not parsed.
+        limit = 6 * self.manager.settings.max_prompt_chars + 65536
+        if len(self.request.body or b"") > limit:
+            raise ApiError(413, f"the request body is larger than {limit} bytes")
         return _check(self.get_json_body(), spec)
 
     def reply(self, data: Any, status: int = 200) -> None:
@@ -118,7 +137,7 @@ class WarmHandler(BaseHandler):
 class SessionsHandler(BaseHandler):
     @authorized
     async def get(self) -> None:
-        self.reply(self.manager.list())
+        self.reply(self.manager.list(self.caller))
 
     @authorized
     async def post(self) -> None:
@@ -146,26 +165,27 @@ class SessionsHandler(BaseHandler):
 class SessionHandler(BaseHandler):
     @authorized
     async def get(self, session_id: str) -> None:
-        self.reply(self.manager.get(session_id).detail())
+        self.reply(self.session(session_id).detail())
 
     @authorized
     async def delete(self, session_id: str) -> None:
-        session = await self.manager.delete(session_id)
+        session = await self.manager.delete(session_id, self.caller)
         self.reply(session.summary())
 
 
 class MessagesHandler(BaseHandler):
     @authorized
     async def post(self, session_id: str) -> None:
-        self.manager.get(session_id)  # 404 before 400 for an unknown session
+        self.session(session_id, change=True)  # 404 before 400 for an unknown session
         body = self.json_body({"text": (str, True)})
-        self.reply(self.manager.follow_up(session_id, body["text"]).summary(), status=202)
+        session = self.manager.follow_up(session_id, self.caller, body["text"])
+        self.reply(session.summary(), status=202)
 
 
 class CancelHandler(BaseHandler):
     @authorized
     async def post(self, session_id: str) -> None:
-        session = self.manager.get(session_id)
+        session = self.session(session_id, change=True)
         cancelled = session.cancel()
         self.reply({"cancelled": cancelled, **session.summary()})
 
@@ -173,7 +193,7 @@ class CancelHandler(BaseHandler):
 class ApprovalHandler(BaseHandler):
     @authorized
     async def post(self, session_id: str, tool_call_id: str) -> None:
-        session = self.manager.get(session_id)
+        session = self.session(session_id, change=True)
         body = self.json_body({"approve": (bool, True)})
         session.decide_approval(tool_call_id, body["approve"])
         self.reply({"tool_call_id": tool_call_id, "approved": body["approve"]})
@@ -183,13 +203,13 @@ class CellDecisionHandler(BaseHandler):
     @authorized
     async def post(self, session_id: str, cell_id: str, decision: str) -> None:
         accepted = decision == "accept"
-        self.reply(self.manager.decide_cell(session_id, cell_id, accepted))
+        self.reply(self.manager.decide_cell(session_id, self.caller, cell_id, accepted))
 
 
 class NotebookHandler(BaseHandler):
     @authorized
     async def get(self, session_id: str) -> None:
-        session = self.manager.get(session_id)
+        session = self.session(session_id)
         try:
             text = session.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -214,7 +234,8 @@ class EventsHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: 
         if not allowed:
             raise web.HTTPError(403)
         try:
-            self.session = self.settings["codeagent_manager"].get(session_id)
+            manager = self.settings["codeagent_manager"]
+            self.session = manager.get(session_id, caller_of(self))
         except ApiError as e:
             raise web.HTTPError(e.status) from None
         try:

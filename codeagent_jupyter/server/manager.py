@@ -10,21 +10,24 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import os
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
+from ..sandbox import report
 from .errors import ApiError
+from .models import ModelRegistry
+from .policy import Caller, check_max_steps, check_text, session_limits
 from .session import AgentSession
+from .signing import SessionSigner, UnsignedNotebook
 from .store import load_saved_sessions
 from .supply import SandboxSupply, shutdown_quietly
 from .workspace import NotebookResolver
 
-RECORDED = "recorded"
-"""The model name of sessions answered from ``c.CodeAgent.recording``."""
+OLD_SESSIONS_DIR = ".codeagent/sessions"
+"""Where sessions were kept before (inside the server root, within the sandbox's reach)."""
 
 
 class SessionManager:
@@ -37,10 +40,12 @@ class SessionManager:
         root_dir: Path,
         contents_manager: Any,
         log: logging.Logger | None = None,
+        state_dir: Path,
     ) -> None:
         self.settings = settings
         self.root_dir = Path(root_dir)
         self.sessions_dir = settings.sessions_path(self.root_dir)
+        self.state_dir = Path(state_dir)
         self.resolver = NotebookResolver(self.root_dir, contents_manager)
         self.log = log or logging.getLogger(__name__)
         self.default_limits: SandboxLimits = settings.sandbox_limits()
@@ -50,14 +55,37 @@ class SessionManager:
             limits=self.default_limits,
             pool_size=settings.pool_size,
             log=self.log,
+            allow_unconfined=settings.allow_unconfined,
         )
-        self._models: dict[str, Any] = {}
+        self.signer = SessionSigner(self.state_dir, self.log)
+        self.models = ModelRegistry(settings, self.root_dir)
         self._reaper: asyncio.Task[None] | None = None
         self._stopping = False
 
     def load_saved(self) -> None:
-        """List the sessions recorded under ``sessions_dir`` (cut-off runs: interrupted)."""
-        for session in load_saved_sessions(self.sessions_dir, self.log):
+        """List the signed sessions under ``sessions_dir`` (cut-off runs: interrupted).
+
+        Sessions in the old default folder inside the server root are left where they are
+        and not loaded: sandbox code could have written them. They stay readable notebooks.
+        """
+        self.sessions_dir.mkdir(parents=True, exist_ok=True)
+        if self.sessions_dir.resolve().is_relative_to(self.root_dir.resolve()):
+            self.log.warning(
+                "codeagent: sessions_dir %s is inside the server root, where sandbox code can "
+                "write; only notebooks this server signed are loaded from it",
+                self.sessions_dir,
+            )
+        old = self.root_dir / OLD_SESSIONS_DIR
+        if old != self.sessions_dir and old.is_dir() and any(old.glob("*.ipynb")):
+            self.log.info(
+                "codeagent: sessions in %s (the old default, inside the server root) are "
+                "not loaded; sessions are now kept in %s",
+                old,
+                self.sessions_dir,
+            )
+        for session in load_saved_sessions(
+            self.sessions_dir, self.log, self.signer, self.state_dir
+        ):
             self.sessions[session.id] = session
 
     async def ensure_pool(self) -> Any:
@@ -76,92 +104,27 @@ class SessionManager:
         await self.supply.warm(owner, workdir, self.settings.warm_ttl)
         return {"warm": True, "pool": self.supply.status()}
 
-    # -- models ---------------------------------------------------------------------------
-
-    def _resolve(self) -> tuple[str, str]:
-        """The default model and endpoint; ConfigError (one line) when there is none."""
-        from ..errors import ConfigError
-        from ..models.openai_chat import resolve_settings
-
-        settings = self.settings
-        if not (settings.model or os.environ.get("CODEAGENT_MODEL")):
-            raise ConfigError(
-                "no model configured: set c.CodeAgent.model in jupyter_server_config.py "
-                "(or CODEAGENT_MODEL in the server's environment)"
-            )
-        name, base_url, _ = resolve_settings(
-            settings.model, settings.base_url, settings.resolved_api_key()
-        )
-        return name, base_url
-
-    def model_for(self, requested: str | None) -> Any:
-        """The model for a session; a name outside ``allowed_models`` is refused (403)."""
-        from ..errors import ConfigError
-        from ..models.openai_chat import OpenAIChatModel
-
-        settings = self.settings
-        if settings.recording:
-            if requested not in (None, RECORDED):
-                raise ApiError(403, f"this server replays a recording; model {requested!r} is off")
-            return self._recorded_model()
-        try:
-            default, base_url = self._resolve()
-        except ConfigError as e:
-            raise ApiError(503, str(e)) from e
-        name = requested or default
-        if name != default and name not in settings.allowed_models:
-            raise ApiError(403, f"model {name!r} is not allowed on this server")
-        model = self._models.get(name)
-        if model is None:
-            model = OpenAIChatModel(
-                name,
-                base_url,
-                settings.resolved_api_key(),
-                stream=settings.stream,
-                timeout=settings.model_timeout,
-                max_retries=settings.model_max_retries,
-            )
-            self._models[name] = model
-        return model
-
-    def _recorded_model(self) -> Any:
-        """A fresh replay of the configured recording (each session replays it from the start)."""
-        from ..errors import CodeAgentError
-        from ..models.replay import ReplayModel
-        from ..recorder import load_session
-
-        path = Path(self.settings.recording)
-        path = path if path.is_absolute() else self.root_dir / path
-        try:
-            turns = [turn for run in load_session(path).turns for turn in run]
-            return ReplayModel(turns, name=RECORDED, base_url=self.settings.recording)
-        except (OSError, ValueError, CodeAgentError) as e:
-            raise ApiError(503, f"cannot replay {self.settings.recording!r}: {e}") from e
-
-    def model_info(self) -> dict[str, Any]:
-        """What clients may know about the model: names and endpoint, never the key."""
-        from ..errors import ConfigError
-
-        settings = self.settings
-        info: dict[str, Any] = {"allowed_models": list(settings.allowed_models)}
-        if settings.recording:
-            return info | {"configured": True, "name": RECORDED, "recording": settings.recording}
-        try:
-            name, base_url = self._resolve()
-            info |= {"configured": True, "name": name, "base_url": base_url}
-        except ConfigError as e:
-            info |= {"configured": False, "error": str(e)}
-        info["api_key_configured"] = bool(settings.resolved_api_key())
-        info["stream"] = settings.stream
-        return info
-
     def health(self) -> dict[str, Any]:
-        """Model settings (no secret), what the sandbox really enforces, pool and sessions."""
+        """Model settings (no secret), what the sandbox really enforces, pool and sessions.
+
+        ``unconfined`` (also under ``sandbox``) is None until a sandbox has started and
+        reported what it enforces on this machine.
+        """
         pool = self.supply.status()
         enforcement = pool.pop("enforcement", None) or self.supply.enforcement
+        known = enforcement is not None
+        sandbox = {
+            "limits": self.default_limits.to_dict(),
+            "enforcement": enforcement,
+            "allow_unconfined": self.supply.allow_unconfined,
+            "unconfined": report.is_unconfined(enforcement) if known else None,
+            "gaps": report.gaps(enforcement) if known else None,
+            "warning": report.warning(enforcement) if known else None,
+        }
         return {
-            "model": self.model_info(),
-            "sandbox": {"limits": self.default_limits.to_dict(), "enforcement": enforcement},
+            "model": self.models.info(),
+            "unconfined": sandbox["unconfined"],
+            "sandbox": sandbox,
             "pool": pool,
             "sessions": {
                 "total": len(self.sessions),
@@ -174,15 +137,21 @@ class SessionManager:
 
     # -- sessions -------------------------------------------------------------------------
 
-    def get(self, session_id: str) -> AgentSession:
+    def get(self, session_id: str, caller: Caller, *, change: bool = False) -> AgentSession:
+        """``caller``'s session (or one a read group may see); 404 for anyone else's, the
+        same answer as for an id that does not exist."""
         session = self.sessions.get(session_id)
-        if session is None:
+        read_groups = self.settings.read_groups
+        if session is None or not caller.may_read(session.owner, read_groups):
             raise ApiError(404, f"no session {session_id}")
+        if change and not caller.may_change(session.owner):
+            raise ApiError(403, f"session {session_id} belongs to another user; it is read-only")
         return session
 
-    def list(self) -> list[dict[str, Any]]:
-        ordered = sorted(self.sessions.values(), key=lambda s: s.created)
-        return [s.summary() for s in ordered]
+    def list(self, caller: Caller) -> list[dict[str, Any]]:
+        read_groups = self.settings.read_groups
+        mine = [s for s in self.sessions.values() if caller.may_read(s.owner, read_groups)]
+        return [s.summary() for s in sorted(mine, key=lambda s: s.created)]
 
     def open_count(self, owner: str) -> int:
         return sum(1 for s in self.sessions.values() if s.owner == owner and not s.closed)
@@ -214,10 +183,10 @@ class SessionManager:
             raise ApiError(
                 429, f"too many open sessions ({cap}); delete one (DELETE /sessions/ID) first"
             )
-        if max_steps is not None and not 0 < max_steps <= self.settings.max_steps:
-            raise ApiError(400, f"max_steps must be between 1 and {self.settings.max_steps}")
-        chosen = self.model_for(model)
-        session_limits = self._limits(limits)
+        check_text(prompt, self.settings.max_prompt_chars, "the prompt")
+        check_max_steps(max_steps, self.settings.max_steps)
+        chosen_limits = session_limits(self.default_limits, limits)
+        chosen = self.models.model_for(model)
         workdir = self.resolver.workdir_for(notebook_path)
         notebook = await self.resolver.read(notebook_path) if notebook_path else None
 
@@ -228,7 +197,7 @@ class SessionManager:
         )
         self.sessions[session_id] = session  # counts against the cap while the kernel starts
         try:
-            sandbox = await self.supply.get(owner, workdir, session_limits)
+            sandbox = await self.supply.get(owner, workdir, chosen_limits)
         except BaseException:
             del self.sessions[session_id]
             raise
@@ -245,7 +214,7 @@ class SessionManager:
                 config.extra_context["price"] = {
                     k: float(price.get(k, 0)) for k in ("input", "output")
                 }
-            recorder = NotebookRecorder(path, session_id=session_id)
+            recorder = NotebookRecorder(path, session_id=session_id, on_saved=self.signer.saved)
             loop = AgentLoop(
                 chosen,
                 sandbox,
@@ -263,36 +232,23 @@ class SessionManager:
         session.start_run(prompt)
         return session
 
-    def _limits(self, requested: dict[str, Any] | None) -> SandboxLimits:
-        """Request limits may only tighten the administrator's (403 otherwise)."""
-        if not requested:
-            return self.default_limits
-        try:
-            wanted = SandboxLimits.from_dict(requested)
-        except ValueError as e:
-            raise ApiError(400, str(e)) from e
-        base = self.default_limits.to_dict()
-        merged = dict(base)
-        for name in requested:
-            value, ceiling = getattr(wanted, name), base[name]
-            if value > ceiling:
-                raise ApiError(403, f"limit {name}={value} is above this server's {ceiling}")
-            merged[name] = value
-        return SandboxLimits(**merged)
-
-    def follow_up(self, session_id: str, text: str) -> AgentSession:
-        session = self.get(session_id)
+    def follow_up(self, session_id: str, caller: Caller, text: str) -> AgentSession:
+        session = self.get(session_id, caller, change=True)
+        check_text(text, self.settings.max_prompt_chars, "the message")
         session.start_run(text)
         return session
 
-    def decide_cell(self, session_id: str, cell_id: str, accepted: bool) -> dict[str, Any]:
-        from ..recorder import NotebookRecorder
+    def decide_cell(
+        self, session_id: str, caller: Caller, cell_id: str, accepted: bool
+    ) -> dict[str, Any]:
+        session = self.get(session_id, caller, change=True)
+        try:
+            return session.decide_cell(cell_id, accepted, lambda s: self.signer.reopen(s.path))
+        except UnsignedNotebook as e:
+            raise ApiError(409, f"session {session_id} cannot be changed: {e}") from e
 
-        session = self.get(session_id)
-        return session.decide_cell(cell_id, accepted, lambda s: NotebookRecorder(s.path))
-
-    async def delete(self, session_id: str) -> AgentSession:
-        session = self.get(session_id)
+    async def delete(self, session_id: str, caller: Caller) -> AgentSession:
+        session = self.get(session_id, caller, change=True)
         await session.close()
         return session
 
@@ -322,7 +278,5 @@ class SessionManager:
         live = [s for s in self.sessions.values() if not s.closed]
         await asyncio.gather(*(s.close(grace_s=5.0) for s in live), return_exceptions=True)
         await self.supply.shutdown()
-        for model in self._models.values():
-            with contextlib.suppress(Exception):
-                await model.aclose()
-        self._models.clear()
+        self.signer.close()
+        await self.models.aclose()

@@ -1,29 +1,79 @@
-"""Sessions from an earlier server life, rebuilt read-only from their notebooks."""
+"""Sessions from an earlier server life, rebuilt read-only from their notebooks.
+
+Only notebooks the server signed when it wrote them are loaded: a file dropped into or
+edited in the sessions folder (by sandbox code, another user, a copy from elsewhere) is
+skipped with a log line, so it can neither claim an owner nor inject events.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
+import stat
+import tempfile
 from pathlib import Path
+from typing import Any
 
 from .. import events as ev
 from .session import AgentSession
+from .signing import SessionSigner
 
 INTERRUPTED_REASON = "the server stopped while this run was in progress"
+MAX_NOTEBOOK_BYTES = 512 * 1024 * 1024
+"""A session notebook larger than this is not loaded (the recorder bounds outputs)."""
 
 
-def load_saved_sessions(sessions_dir: Path, log: logging.Logger) -> list[AgentSession]:
-    """Every session notebook in ``sessions_dir``; a run cut off by a crash is closed as
-    ``interrupted`` in its notebook, so the recording says what happened."""
-    from ..recorder import NotebookRecorder, load_session
+def read_regular(path: Path) -> str:
+    """The text of ``path`` if it is a regular file (a link or a FIFO is refused)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        if info.st_size > MAX_NOTEBOOK_BYTES:
+            raise OSError(f"{path.name} is larger than {MAX_NOTEBOOK_BYTES} bytes")
+        return f.read().decode("utf-8")
 
+
+def _load_text(text: str, scratch: Path) -> Any:
+    """``load_session`` of exactly ``text`` (it reads paths, so through a private copy)."""
+    from ..recorder import load_session
+
+    fd, name = tempfile.mkstemp(dir=scratch, suffix=".ipynb")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        return load_session(Path(name))
+    finally:
+        os.unlink(name)
+
+
+def load_saved_sessions(
+    sessions_dir: Path, log: logging.Logger, signer: SessionSigner, scratch: Path
+) -> list[AgentSession]:
+    """Every signed session notebook in ``sessions_dir``; a run cut off by a crash is closed
+    as ``interrupted`` in its notebook, so the recording says what happened. ``scratch`` is
+    a directory only the server writes (for the private copies that are loaded)."""
     if not sessions_dir.is_dir():
         return []
     sessions = []
     for path in sorted(sessions_dir.glob("*.ipynb")):
         try:
-            record = load_session(path)
+            text = read_regular(path)
+        except (OSError, UnicodeDecodeError) as e:
+            log.warning("codeagent: not loading session %s: %s", path.name, e)
+            continue
+        refused = signer.verify(path, text)
+        if refused is not None:
+            log.warning("codeagent: not loading session %s: %s", path.name, refused)
+            continue
+        try:
+            record = _load_text(text, scratch)
         except Exception as e:
             log.warning("codeagent: skipping %s: %s", path.name, e)
+            continue
+        if record.session_id != path.stem:  # a signed notebook copied under another id
+            log.warning("codeagent: not loading session %s: it is %s", path.name, record.session_id)
             continue
         events = [e.to_dict() for e in record.events]
         status = record.status
@@ -31,7 +81,7 @@ def load_saved_sessions(sessions_dir: Path, log: logging.Logger) -> list[AgentSe
             seq = events[-1]["seq"] + 1 if events else 0
             finished = ev.RunFinished(seq=seq, status=ev.INTERRUPTED, reason=INTERRUPTED_REASON)
             try:
-                NotebookRecorder(path).emit(finished)
+                signer.reopen(path).emit(finished)
             except Exception as e:
                 log.warning("codeagent: cannot mark %s interrupted: %s", path.name, e)
             events.append(finished.to_dict())

@@ -21,9 +21,17 @@ class SandboxSupply:
     """Hands out started sandboxes; the caller owns (and shuts down) what it receives."""
 
     def __init__(
-        self, *, root_dir: Path, limits: SandboxLimits, pool_size: int, log: logging.Logger
+        self,
+        *,
+        root_dir: Path,
+        limits: SandboxLimits,
+        pool_size: int,
+        log: logging.Logger,
+        allow_unconfined: bool = False,
     ) -> None:
         self.root_dir = root_dir
+        self.allow_unconfined = allow_unconfined
+        """Passed to every sandbox: start without pid/filesystem isolation (admin's choice)."""
         self.limits = limits
         self.pool_size = pool_size
         self.log = log
@@ -44,7 +52,10 @@ class SandboxSupply:
                     from ..sandbox import SandboxPool
 
                     pool = SandboxPool(
-                        size=self.pool_size, workdir=self.root_dir, limits=self.limits
+                        size=self.pool_size,
+                        workdir=self.root_dir,
+                        limits=self.limits,
+                        allow_unconfined=self.allow_unconfined,
                     )
                     await pool.start()
                 except Exception as e:
@@ -81,7 +92,7 @@ class SandboxSupply:
             pool = await self.ensure_pool()
             if pool is not None:
                 return await pool.acquire(workdir=workdir)
-        sandbox = Sandbox(workdir=workdir, limits=limits)
+        sandbox = Sandbox(workdir=workdir, limits=limits, allow_unconfined=self.allow_unconfined)
         await sandbox.start()
         return sandbox
 

@@ -67,6 +67,7 @@ def test_run_answers_and_writes_session(scripted_model, tmp_path):
         str(tmp_path / "mine.ipynb"),
     )
     assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith("sandbox: ")  # the isolation in force, said first
     assert result.stdout.splitlines()[0] == "Plotted."
     assert str(out) in result.stdout
     assert "run_cell" in result.stderr and "[image/png" in result.stderr
@@ -95,7 +96,9 @@ def test_usage_errors_are_one_line(scripted_model, tmp_path):
     )
     assert bad_out.returncode == 2 and "cannot write" in one_line_error(bad_out)
     bad_flag = codeagent("run", "x", "--max-steps", "zero")
-    assert bad_flag.returncode == 2 and "Traceback" not in bad_flag.stderr
+    assert bad_flag.returncode == 2 and "--max-steps" in one_line_error(bad_flag)
+    bogus = codeagent("run", "x", "--isolation", "bogus")
+    assert bogus.returncode == 2 and "invalid choice: 'bogus'" in one_line_error(bogus)
     missing = codeagent("replay", str(tmp_path / "missing.ipynb"), "--model", "recorded")
     assert missing.returncode == 2 and "not found" in one_line_error(missing)
 

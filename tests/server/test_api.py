@@ -113,10 +113,10 @@ async def test_allowed_models_and_limit_ceilings(api: Api, scripted_model: Any) 
     assert code == 403
     assert body["message"] == "model 'gpt-other' is not allowed on this server"
     code, body = await api.call("POST", "sessions", {"prompt": "x", "limits": {"memory_mb": 4096}})
-    assert code == 403
+    assert code == 400
     assert "memory_mb" in body["message"]
     code, body = await api.call("POST", "sessions", {"prompt": "x", "limits": {"network": True}})
-    assert code == 403
+    assert code == 400
     assert len(scripted_model.requests) == 0  # nothing reached the model
 
     scripted_model.set_script([text("hello")])

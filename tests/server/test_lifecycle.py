@@ -33,8 +33,11 @@ def _free_port() -> int:
 class ServerProcess:
     """``jupyter server`` as a real subprocess on a given root (so it can be killed)."""
 
-    def __init__(self, root: Path, home: Path, model_url: str) -> None:
+    def __init__(
+        self, root: Path, home: Path, model_url: str, codeagent: dict[str, Any] | None = None
+    ) -> None:
         self.root, self.home, self.model_url = root, home, model_url
+        self.codeagent = codeagent or {}
         self.port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -55,7 +58,12 @@ class ServerProcess:
         config_dir.mkdir(exist_ok=True)
         config = {
             "ServerApp": {"jpserver_extensions": extensions},
-            "CodeAgent": {"model": "scripted", "base_url": self.model_url, "pool_size": 1},
+            "CodeAgent": {
+                "model": "scripted",
+                "base_url": self.model_url,
+                "pool_size": 1,
+                **self.codeagent,
+            },
         }
         (config_dir / "jupyter_server_config.json").write_text(json.dumps(config))
         env = {
@@ -77,7 +85,8 @@ class ServerProcess:
             f"--IdentityProvider.token={TOKEN}",
             "--CodeAgent.limits={'cell_timeout': 300}",  # traits from the command line too
         ]
-        log = (self.home / f"server-{self.port}.log").open("wb")
+        self.log_path = self.home / f"server-{self.port}.log"
+        log = self.log_path.open("wb")
         self.proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -158,7 +167,8 @@ def test_restart_lists_the_interrupted_session(
     finished = [e for e in detail["events"] if e["type"] == "tool_call_finished"]
     assert len(finished) == 1 and "first step done" in json.dumps(finished[0]["outputs"])
 
-    path = root / ".codeagent" / "sessions" / f"{sid}.ipynb"
+    path = tmp_path / "home" / "data" / "codeagent" / "sessions" / f"{sid}.ipynb"
+    assert not (root / ".codeagent").exists()  # nothing of the server's in the workspace
     notebook = nbformat.read(path, as_version=4)
     nbformat.validate(notebook)
     assert notebook.metadata["codeagent"]["status"] == "interrupted"

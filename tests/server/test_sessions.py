@@ -24,7 +24,11 @@ def cell_text(event: dict[str, Any]) -> str:
 
 @pytest.mark.codeagent(api_key=None, api_key_env="AGENT_KEY_FOR_TEST")
 async def test_complete_session_with_a_notebook(
-    api: Api, scripted_model: Any, jp_root_dir: Path, monkeypatch: pytest.MonkeyPatch
+    api: Api,
+    scripted_model: Any,
+    jp_root_dir: Path,
+    jp_data_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("AGENT_KEY_FOR_TEST", SECRET)  # the key comes from the server's env
     folder = jp_root_dir / "work"
@@ -75,8 +79,9 @@ async def test_complete_session_with_a_notebook(
     nbformat.validate(notebook)
     code_cells = [c for c in notebook.cells if c.cell_type == "code"]
     assert [c.source for c in code_cells][1:] == ["x = 6 * 7", "print(x)"]
-    on_disk = jp_root_dir / ".codeagent" / "sessions" / f"{sid}.ipynb"
-    assert on_disk.is_file()
+    on_disk = jp_data_dir / "codeagent" / "sessions" / f"{sid}.ipynb"
+    assert on_disk.is_file()  # kept outside the server root, out of the sandbox's reach
+    assert not (jp_root_dir / ".codeagent").exists()
     everything = json.dumps([detail, listed, notebook]) + on_disk.read_text()
     assert SECRET not in everything
 
@@ -205,7 +210,7 @@ async def test_approval_flow(api: Api, scripted_model: Any, jp_root_dir: Path) -
 
 
 async def test_accept_and_reject_are_recorded(
-    api: Api, scripted_model: Any, jp_root_dir: Path
+    api: Api, scripted_model: Any, jp_data_dir: Path
 ) -> None:
     scripted_model.set_script(
         [
@@ -234,7 +239,7 @@ async def test_accept_and_reject_are_recorded(
     ws.close()
     assert decision[-1]["cell_id"] == second and decision[-1]["accepted"] is False
 
-    path = jp_root_dir / ".codeagent" / "sessions" / f"{sid}.ipynb"
+    path = jp_data_dir / "codeagent" / "sessions" / f"{sid}.ipynb"
     notebook = nbformat.read(path, as_version=4)
     nbformat.validate(notebook)
     marks = {
