@@ -61,7 +61,9 @@ def dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def sandbox(dirs: tuple[Path, Path]) -> AsyncIterator[Sandbox]:
-    async with Sandbox(workdir=dirs[0], limits=LIMITS) as sb:
+    # allow_unconfined: where bubblewrap is missing (a CI lane) the server-side file tools
+    # are tested all the same; bubblewrap is still used wherever it works.
+    async with Sandbox(workdir=dirs[0], limits=LIMITS, allow_unconfined=True) as sb:
         yield sb
 
 
@@ -223,6 +225,12 @@ async def test_server_state_is_out_of_reach(sandbox: Sandbox, dirs):
         "import os\nos.makedirs('.codeagent/sessions', exist_ok=True)\n"
         "open('.codeagent/sessions/s.ipynb', 'w').write('needle state')",
     )
+    state = ws / ".codeagent/sessions/s.ipynb"
+    if not state.exists():
+        # Under bubblewrap .codeagent/ is masked inside the sandbox, so its write stayed in
+        # the mask; the tools must still refuse server state that exists on the host.
+        state.parent.mkdir(parents=True, exist_ok=True)
+        state.write_text("needle state")
     tb = ToolBox(sandbox, ws)
     for name, args in [
         ("read_file", {"path": ".codeagent/sessions/s.ipynb"}),
@@ -234,4 +242,4 @@ async def test_server_state_is_out_of_reach(sandbox: Sandbox, dirs):
     assert ".codeagent" not in (await tb.call("list_files", {})).text
     hits = (await tb.call("search_files", {"pattern": "needle"})).text
     assert "state" not in hits
-    assert (ws / ".codeagent/sessions/s.ipynb").read_text() == "needle state"
+    assert state.read_text() == "needle state"

@@ -286,7 +286,7 @@ async def test_disk_budget_fails_the_cell_and_stops_the_run(
 ) -> None:
     limits = SandboxLimits(disk_mb=2, file_size_mb=8, cell_timeout=10)
     write = "open('blob.bin', 'wb').write(b'x' * (5 << 20))"
-    async with Sandbox(workdir=tmp_path, limits=limits) as sb:
+    async with Sandbox(workdir=tmp_path, limits=limits, allow_unconfined=True) as sb:
         r = await sb.execute(write)
         assert r.status == "error"
         assert "workspace disk budget of 2 MiB exceeded (5 MiB used)" in r.note
@@ -357,7 +357,8 @@ print('forked', n)
 '''
 async def main():
     limits = SandboxLimits(max_processes=24, cell_timeout=20)
-    async with Sandbox(workdir=os.environ['HOME'] + '/../work', limits=limits) as sb:
+    workdir = os.environ['HOME'] + '/../work'
+    async with Sandbox(workdir=workdir, limits=limits, allow_unconfined=True) as sb:
         r = await sb.execute(CELL)
         print(json.dumps({'uid': os.getuid(), 'enforcement': sb.enforcement, 'text': r.text}))
 asyncio.run(main())
@@ -391,7 +392,7 @@ for fd in fds:
     os.write(fd, b'before ' + seq + b' after\\\\n')
 '''
 async def main():
-    async with Sandbox(workdir=sys.argv[1]) as sb:
+    async with Sandbox(workdir=sys.argv[1], allow_unconfined=True) as sb:
         r = await sb.execute(CELL)
         print('cell', r.status)
         await asyncio.sleep(0.5)

@@ -168,7 +168,8 @@ def test_restart_lists_the_interrupted_session(
     assert len(finished) == 1 and "first step done" in json.dumps(finished[0]["outputs"])
 
     path = tmp_path / "home" / "data" / "codeagent" / "sessions" / f"{sid}.ipynb"
-    assert not (root / ".codeagent").exists()  # nothing of the server's in the workspace
+    # nothing of the server's in the workspace
+    assert not (root / ".codeagent" / "sessions").exists()
     notebook = nbformat.read(path, as_version=4)
     nbformat.validate(notebook)
     assert notebook.metadata["codeagent"]["status"] == "interrupted"

@@ -72,7 +72,7 @@ def test_forged_and_altered_sessions_are_not_loaded(
     root.mkdir()
     home.mkdir()
     sessions = home / "data" / "codeagent" / "sessions"
-    settings = {"pool_size": 0, "max_sessions_per_user": 4}
+    settings = {"pool_size": 0, "max_sessions_per_user": 4, "allow_unconfined": True}
     first = ServerProcess(root, home, scripted_model.url, settings).start()
     servers.append(first)
 
@@ -109,7 +109,7 @@ def test_forged_and_altered_sessions_are_not_loaded(
     for sid in (FORGED, COPIED, attacker):
         assert f"not loading session {sid}.ipynb" in log
         assert _status(second, f"sessions/{sid}") == 404
-    assert not (root / ".codeagent").exists()
+    assert not (root / ".codeagent" / "sessions").exists()
     if appended:
         return
     restored = second.call("GET", f"sessions/{kept}")["events"]

@@ -13,7 +13,7 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 from tests.scripted_model import text, tool_calls
-from tests.security.conftest import TokenUsers, as_user
+from tests.security.server.conftest import TokenUsers, as_user
 from tests.server.helpers import Api, of_type
 
 ALICE, BOB, CAROL = as_user("alice-token"), as_user("bob-token"), as_user("carol-token")
@@ -34,7 +34,11 @@ async def _ws_status(api: Api, sid: str, headers: dict[str, str]) -> int:
 
 
 @users
-@pytest.mark.codeagent(read_groups=["instructors"], approval={"write_file": "ask"})
+# allow_unconfined: these tests are about access, not isolation, so they run in the CI lane
+# without bubblewrap too (where bubblewrap works it is used all the same).
+@pytest.mark.codeagent(
+    read_groups=["instructors"], approval={"write_file": "ask"}, allow_unconfined=True
+)
 async def test_sessions_belong_to_their_owner(api: Api, scripted_model: Any) -> None:
     scripted_model.set_script(
         [
@@ -96,6 +100,7 @@ async def test_sessions_belong_to_their_owner(api: Api, scripted_model: Any) -> 
 
 
 @users
+@pytest.mark.codeagent(allow_unconfined=True)
 async def test_each_user_lists_only_their_own(api: Api, scripted_model: Any) -> None:
     scripted_model.set_script(lambda messages: text("hi"))
     mine = await api.call("POST", "sessions", {"prompt": "bob's"}, headers=BOB)
@@ -110,7 +115,9 @@ async def test_each_user_lists_only_their_own(api: Api, scripted_model: Any) -> 
     await api.call("DELETE", f"sessions/{mine[1]['id']}", headers=BOB)
 
 
-@pytest.mark.codeagent(limits={"cell_timeout": 20, "memory_mb": 1024}, max_steps=5)
+@pytest.mark.codeagent(
+    limits={"cell_timeout": 20, "memory_mb": 1024}, max_steps=5, allow_unconfined=True
+)
 async def test_limits_and_steps_must_be_finite_and_capped(api: Api, scripted_model: Any) -> None:
     refused = [
         '{"prompt": "x", "limits": {"cell_timeout": NaN}}',
@@ -139,7 +146,7 @@ async def test_limits_and_steps_must_be_finite_and_capped(api: Api, scripted_mod
     assert (await api.ok("GET", "sessions")) == []
 
 
-@pytest.mark.codeagent(max_prompt_chars=1000)
+@pytest.mark.codeagent(max_prompt_chars=1000, allow_unconfined=True)
 async def test_prompts_are_capped(api: Api, scripted_model: Any) -> None:
     for prompt in ("x" * 1001, "é" * 1001, "y" * 3_000_000):
         code, body = await api.call("POST", "sessions", {"prompt": prompt})
