@@ -199,7 +199,10 @@ class OpenAIChatModel:
         return min(self.max_wait, base * (1 + 0.25 * random.random()))
 
     def _adapt(
-        self, exc: openai.APIStatusError, tools: list[dict[str, Any]], on_retry: Any
+        self,
+        exc: openai.APIStatusError,
+        tools: list[dict[str, Any]],
+        on_retry: RetryCallback | None,
     ) -> bool:
         """Change what is sent after a refusal that names an optional feature; True to ask
         again at once. Each adaptation happens at most once, so this cannot loop."""
@@ -287,8 +290,11 @@ class OpenAIChatModel:
                             merge_call(calls_by_index, tc)
         except Exception as exc:
             broken = _is_transport_error(exc) or isinstance(exc, openai.APIConnectionError)
-            if tools and broken and not text_parts and not calls_by_index:
-                raise _NoStreamedTools(f"the stream broke before any reply: {exc!r}") from exc
+            if tools and not text_parts and not calls_by_index:
+                if broken:
+                    raise _NoStreamedTools(f"the stream broke before any reply: {exc!r}") from exc
+                if cannot_stream_tools(str(exc)):  # an error event inside the stream
+                    raise _NoStreamedTools(f"it said: {_one_line(str(exc))}") from exc
             raise
         calls = [(c[0], c[1], "".join(c[2])) for _, c in sorted(calls_by_index.items())]
         message = message_dict("".join(text_parts), calls)
