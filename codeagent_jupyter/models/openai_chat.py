@@ -153,6 +153,7 @@ class OpenAIChatModel:
                 return await self._request(messages, tools, on_text)
             except _NoStreamedTools as exc:
                 self._stop_streaming_tools(str(exc), on_retry)
+                await self.aclose()  # the server may drop that connection just after
                 continue
             except Exception as exc:
                 if isinstance(exc, openai.APIStatusError) and self._adapt(exc, tools, on_retry):

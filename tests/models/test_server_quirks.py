@@ -102,7 +102,7 @@ async def test_validation_report_names_the_field_and_is_not_retried() -> None:
 async def test_streamed_tools_refused_after_headers_fall_back_once() -> None:
     script = [tool_calls(("run_cell", {"code": "6*7"})), text("42"), text("again")]
     with ScriptedModelServer(script, quirks=["no-streamed-tools"]) as srv:
-        model, rec = make(srv, stream=True), Recorder()
+        model, rec = make(srv, stream=True, max_retries=0), Recorder()  # no retry hides it
         first = await model.complete(USER, TOOLS, **rec.kwargs())
         second = await model.complete(USER, TOOLS, **rec.kwargs())
         plain = await model.complete(USER, [], **rec.kwargs())  # no tools: still streamed

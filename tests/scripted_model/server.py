@@ -305,13 +305,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _empty_stream(self) -> None:
         """What llama-cpp-python sends when its generator fails after the 200 headers: the
-        headers, then the end of the body, without a single event."""
+        headers, then the end of the body, without a single event; then it drops the
+        connection, which a client must not reuse."""
+        self.close_connection = True
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+        self.owner._stopping.wait(0.3)  # it closes a moment later, once its task has failed
 
     def _write_event(self, event: dict[str, Any]) -> None:
         if self.owner.stream_chunk_delay:
