@@ -70,6 +70,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--out", type=Path, help="session notebook to write")
     run.add_argument("--notebook", type=Path, help="your notebook, given to the model as context")
     run.add_argument("--stream", action="store_true", help="stream the model's reply")
+    run.add_argument(
+        "--max-output-tokens",
+        type=_positive_int,
+        default=4096,
+        help="tokens one model reply may take (default: 4096)",
+    )
     run.add_argument("--max-steps", type=_positive_int, default=AgentConfig.max_steps)
     run.add_argument("--cell-timeout", type=_positive_float, default=SandboxLimits.cell_timeout)
     run.add_argument("--memory-mb", type=_positive_int, default=SandboxLimits.memory_mb)
@@ -203,7 +209,9 @@ async def _run(args: argparse.Namespace) -> int:
         cell_timeout=args.cell_timeout, memory_mb=args.memory_mb, network=args.network == "host"
     )
     config = AgentConfig(max_steps=args.max_steps)
-    model = OpenAIChatModel(model_name, base_url, api_key, stream=args.stream)
+    model = OpenAIChatModel(
+        model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens
+    )
     context = build_context(workdir, notebook)
     unconfined = args.isolation == "none"
     async with Sandbox(workdir=workdir, limits=limits, allow_unconfined=unconfined) as sandbox:

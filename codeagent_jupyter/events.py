@@ -115,7 +115,11 @@ class AssistantMessage(Event):
 
 @dataclass(frozen=True)
 class ModelRetry(Event):
-    """A model request failed in a way worth retrying; the loop waits ``wait_s`` and tries again."""
+    """A model request failed in a way worth retrying; the loop waits ``wait_s`` and tries again.
+
+    ``attempt`` 0 is a note rather than a failure count: the model adapter changed how it asks
+    (e.g. a server that cannot stream tool calls is asked without streaming from then on).
+    """
 
     type: ClassVar[str] = "model_retry"
     step: int = 0
@@ -187,7 +191,11 @@ class ToolCallFinished(Event):
 
 @dataclass(frozen=True)
 class UsageUpdated(Event):
-    """Token usage of one model request and the running totals of the session."""
+    """Token usage of one model request and the running totals of the session.
+
+    ``estimated``: this request's counts are guessed from its size (the server sent no
+    usage); ``total_estimated``: some request of the session was, so the totals are too.
+    """
 
     type: ClassVar[str] = "usage"
     step: int = 0
@@ -196,11 +204,16 @@ class UsageUpdated(Event):
     estimated: bool = False
     total_prompt_tokens: int = 0
     total_completion_tokens: int = 0
+    total_estimated: bool = False
 
 
 @dataclass(frozen=True)
 class RunFinished(Event):
-    """A run ended: ``status`` is one of RUN_STATUSES, ``reason`` a sentence for people."""
+    """A run ended: ``status`` is one of RUN_STATUSES, ``reason`` a sentence for people.
+
+    ``usage`` holds the session's token totals, with ``"estimated": true`` when any of them
+    was estimated rather than counted by the server.
+    """
 
     type: ClassVar[str] = "run_finished"
     status: str = ANSWERED
@@ -218,3 +231,9 @@ class CellDecision(Event):
     type: ClassVar[str] = "cell_decision"
     cell_id: str = ""
     accepted: bool = False
+
+
+def tokens_label(total: int, estimated: bool) -> str:
+    """``"1,354 tokens"``, or ``"~1,354 tokens (estimated)"`` when the server did not count
+    them: every place that shows tokens (CLI, panel, notebook) marks a guess the same way."""
+    return f"~{total:,} tokens (estimated)" if estimated else f"{total:,} tokens"

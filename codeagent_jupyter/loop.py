@@ -217,7 +217,10 @@ class AgentLoop:
             message = await self._query(step)
             calls = message.get("tool_calls") or []
             if not calls:
-                return message.get("content") or ""
+                answer = message.get("content") or ""
+                if not str(answer).strip():  # an empty answer is no answer: never "answered"
+                    raise ModelError("the model's reply had no text and no tool call")
+                return answer
             for index, call in enumerate(calls):
                 if self._stop_reason is not None:
                     self._answer_unrun(calls[index:])
@@ -240,6 +243,7 @@ class AgentLoop:
         )
         self.usage.prompt_tokens += reply.usage.prompt_tokens
         self.usage.completion_tokens += reply.usage.completion_tokens
+        self.usage.estimated = self.usage.estimated or reply.usage.estimated
         self.emit(
             ev.UsageUpdated,
             step=step,
@@ -248,6 +252,7 @@ class AgentLoop:
             estimated=reply.usage.estimated,
             total_prompt_tokens=self.usage.prompt_tokens,
             total_completion_tokens=self.usage.completion_tokens,
+            total_estimated=self.usage.estimated,
         )
         message = clean_message(reply.message)
         self.messages.append(message)

@@ -58,6 +58,9 @@ class ProgressPrinter:
             self._write(f"   {head_tail(content, 400)}")
 
     def _on_model_retry(self, e: ev.ModelRetry) -> None:
+        if e.attempt == 0:  # the adapter changed how it asks (e.g. stopped streaming): a note
+            self._write(f"   note: {e.reason}")
+            return
         self._write(f"   model request failed ({e.reason}); retry {e.attempt} in {e.wait_s:.1f} s")
 
     def _on_approval_requested(self, e: ev.ApprovalRequested) -> None:
@@ -84,10 +87,8 @@ class ProgressPrinter:
 
     def _on_run_finished(self, e: ev.RunFinished) -> None:
         usage = e.usage or {}
-        tokens = usage.get("total_tokens", 0)
-        self._write(
-            f"== {e.status}: {e.reason} ({e.steps} steps, {e.duration_s:.1f} s, {tokens} tokens)"
-        )
+        tokens = ev.tokens_label(int(usage.get("total_tokens", 0)), bool(usage.get("estimated")))
+        self._write(f"== {e.status}: {e.reason} ({e.steps} steps, {e.duration_s:.1f} s, {tokens})")
 
 
 def _summary(e: ev.ToolCallFinished) -> str:

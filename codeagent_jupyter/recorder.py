@@ -297,6 +297,9 @@ class NotebookRecorder:
 
     def _on_tool_call_finished(self, e: ev.ToolCallFinished) -> Any:
         args = self._args.pop(e.tool_call_id, None)
+        if args is None:  # refused or denied before it started: show what the model sent
+            args = _sent_arguments(self._turns(), e.tool_call_id)
+        raw = args if isinstance(args, str) else None
         args = args if isinstance(args, dict) else {}
         meta: dict[str, Any] = {"tool_call_id": e.tool_call_id, "tool": e.name, "status": e.status}
         meta |= {"duration_s": round(e.duration_s, 3), "note": e.note}
@@ -308,6 +311,8 @@ class NotebookRecorder:
             return None  # the plan_updated cell shows it
         if source is None:
             shown = ", ".join(f"{k}=`{_short(v)}`" for k, v in args.items())
+            if raw is not None:
+                shown = f"`{_short(raw, 200)}`"
             text = f"*{e.name}*({shown}) → {e.status}"
             if e.status != "ok":
                 text += ": " + _short(e.result, 300)
@@ -408,6 +413,20 @@ def _pretty(value: Any, level: int, depth: int, memo: dict[int, str]) -> str:
         return "{" + pad + ("," + pad).join(items) + "\n" + " " * level + "}"
     items = [_pretty(v, level + 1, depth - 1, memo) for v in value]
     return "[" + pad + ("," + pad).join(items) + "\n" + " " * level + "]"
+
+
+def _sent_arguments(turns: list[dict[str, Any]], call_id: str) -> Any:
+    """The arguments of ``call_id`` as the model sent them: decoded when they are JSON (raw
+    newlines allowed, as the loop allows them), else the raw string; None if not found."""
+    for message in reversed(turns):
+        for call in message.get("tool_calls") or []:
+            if call.get("id") == call_id:
+                raw = (call.get("function") or {}).get("arguments")
+                try:
+                    return json.loads(raw, strict=False) if isinstance(raw, str) else raw
+                except ValueError:
+                    return raw
+    return None
 
 
 def _short(value: Any, limit: int = 60) -> str:

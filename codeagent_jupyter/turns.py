@@ -17,17 +17,22 @@ class Totals:
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    estimated: bool = False
+    """True once any request's usage was estimated (the server sent none)."""
 
     @property
     def total(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
     def as_dict(self) -> dict[str, int]:
-        return {
+        data = {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total,
         }
+        if self.estimated:  # only when true: readers that predate it see the same dict
+            data["estimated"] = True
+        return data
 
 
 def parse_arguments(name: str, raw: Any) -> tuple[Any, Outcome | None]:

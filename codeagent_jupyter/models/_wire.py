@@ -50,8 +50,12 @@ def merge_call(calls: dict[int, list[Any]], tc: Any) -> None:
 
 
 def message_dict(content: str | None, calls: list[tuple[Any, Any, Any]]) -> dict[str, Any]:
-    """An assistant message in chat form; ids are filled in when a server omits them."""
-    message: dict[str, Any] = {"role": "assistant", "content": content}
+    """An assistant message in chat form; ids are filled in when a server omits them.
+
+    ``content`` is ``""`` rather than ``null`` when the model wrote no text: the message
+    goes back into the history, and llama-cpp-python rejects a ``null`` content there.
+    """
+    message: dict[str, Any] = {"role": "assistant", "content": content or ""}
     if calls:
         message["tool_calls"] = [
             {
@@ -62,3 +66,15 @@ def message_dict(content: str | None, calls: list[tuple[Any, Any, Any]]) -> dict
             for call_id, name, arguments in calls
         ]
     return message
+
+
+def outgoing(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history as every server accepts it: assistant turns carry ``content: ""``, never
+    ``null`` or nothing (llama-cpp-python validates it as a string; OpenAI, vLLM and Ollama
+    accept the empty string too). Messages already in that form are passed through as is."""
+    fixed = []
+    for message in messages:
+        if message.get("role") == "assistant" and message.get("content") is None:
+            message = {**message, "content": ""}
+        fixed.append(message)
+    return fixed

@@ -13,42 +13,23 @@ import os
 import random
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlparse
 
 import openai
 
 from ..errors import ConfigError, ModelError
 from ..protocols import ModelReply, RetryCallback, Usage
-from ._wire import merge_call, message_dict, retry_after
+from ._compat import cannot_stream_tools, hint, permanent, readable
+from ._wire import merge_call, message_dict, outgoing, retry_after
+from .settings import OPENAI_BASE_URL, resolve_settings
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
+__all__ = ["DEFAULT_MAX_OUTPUT_TOKENS", "OpenAIChatModel", "resolve_settings"]
+
 NO_KEY = "no-key"
 """Sent when no key is configured: local servers need none, but the client insists on one."""
 
-_RETRY_STATUS = {408, 409, 429}
-
-
-def resolve_settings(
-    model: str | None = None, base_url: str | None = None, api_key: str | None = None
-) -> tuple[str, str, str | None]:
-    """Fill model, base URL and key from ``CODEAGENT_MODEL``, ``OPENAI_BASE_URL``,
-    ``OPENAI_API_KEY``; raise ``ConfigError`` (one line) when the run cannot work.
-
-    The key may be ``None`` for a non-OpenAI endpoint: local servers usually need none.
-    """
-    model = (model or os.environ.get("CODEAGENT_MODEL") or "").strip()
-    if not model:
-        raise ConfigError("no model name: pass --model NAME or set CODEAGENT_MODEL")
-    base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_BASE_URL).strip()
-    parsed = urlparse(base_url)
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ConfigError(f"invalid base URL {base_url!r}: expected http(s)://host[:port]/v1")
-    api_key = api_key or os.environ.get("OPENAI_API_KEY") or None
-    if api_key is None and parsed.hostname == "api.openai.com":
-        raise ConfigError(
-            f"no API key for {base_url}: set OPENAI_API_KEY, or pass --base-url for a local server"
-        )
-    return model, base_url, api_key
+DEFAULT_MAX_OUTPUT_TOKENS = 4096
+"""Tokens one reply may take: without a bound a local server may write until its context is
+full (minutes per step on a CPU)."""
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -57,19 +38,26 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 
 def _error_detail(exc: openai.APIStatusError) -> str:
-    """The server's own message, from an OpenAI-style body when there is one."""
+    """The server's own message, from an OpenAI-style body when there is one, made readable
+    (a validation report keeps the line that names the bad field; see ``_compat.readable``)."""
     body = exc.body
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and inner.get("message"):
-            return _one_line(inner["message"])
+            return readable(inner["message"])
         if isinstance(inner, str):
-            return _one_line(inner)
-    return _one_line(exc.response.text or exc.message)
+            return readable(inner)
+        if isinstance(body.get("detail"), (str, list)):  # FastAPI's own error form
+            return readable(str(body["detail"]))
+    return readable(exc.response.text or exc.message)
 
 
 def _estimate(value: Any) -> int:
     return math.ceil(len(json.dumps(value, ensure_ascii=False, default=str)) / 4)
+
+
+class _NoStreamedTools(Exception):
+    """The server cannot stream a reply to a request with tools: ask again without streaming."""
 
 
 class OpenAIChatModel:
@@ -77,9 +65,17 @@ class OpenAIChatModel:
 
     Retries 429, 408/409, 5xx, timeouts and connection errors with exponential backoff
     (honouring ``retry-after``, waits capped at ``max_wait`` seconds) and then raises
-    ``ModelError``; other 4xx answers fail at once. ``on_text`` receives text deltas when
-    streaming, or the whole text once otherwise. The API key is held by the client only and
-    never appears in ``repr`` or in anything returned.
+    ``ModelError``; other 4xx answers, and 5xx answers that name a request the server cannot
+    handle, fail at once. ``on_text`` receives text deltas when streaming, or the whole text
+    once otherwise. The API key is held by the client only and never appears in ``repr`` or
+    in anything returned.
+
+    Compatibility with the servers people run (llama.cpp, vLLM, Ollama): ``tool_choice`` is
+    sent explicitly (a missing one means "none" to llama-cpp-python); assistant turns go back
+    with ``content: ""``; each reply is bounded by ``max_output_tokens``; a server that cannot
+    stream replies with tools is asked again without streaming, remembered for this object
+    and said once through ``on_retry`` (attempt 0, no wait); a reply with neither text nor
+    tool calls is a ``ModelError``, never an answer.
     """
 
     def __init__(
@@ -94,9 +90,13 @@ class OpenAIChatModel:
         backoff: float = 1.0,
         extra_body: dict[str, Any] | None = None,
         max_wait: float = 60.0,
+        max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
+        tool_choice: str | None = "auto",
     ) -> None:
         if not model or not model.strip():
             raise ConfigError("no model name given")
+        if max_output_tokens is not None and max_output_tokens <= 0:
+            raise ConfigError("max_output_tokens must be a positive whole number")
         self.name = model.strip()
         self.base_url = (base_url or OPENAI_BASE_URL).rstrip("/")
         self.stream = stream
@@ -105,7 +105,12 @@ class OpenAIChatModel:
         self.backoff = backoff
         self.max_wait = max_wait
         self.extra_body = dict(extra_body or {})
+        self.max_output_tokens = max_output_tokens
+        self.tool_choice = tool_choice
         self._stream_usage = True  # cleared if the server rejects stream_options
+        self.stream_tools = True
+        """Cleared once the server showed it cannot stream a reply to a request with tools."""
+        self._limit_key = "max_tokens"  # max_completion_tokens if the server insists
         key = api_key or os.environ.get("OPENAI_API_KEY") or NO_KEY
         self._make_client: Callable[[], openai.AsyncOpenAI] = lambda: openai.AsyncOpenAI(
             api_key=key, base_url=self.base_url, timeout=timeout, max_retries=0
@@ -142,12 +147,17 @@ class OpenAIChatModel:
         on_retry: RetryCallback | None = None,
     ) -> ModelReply:
         attempts = self.max_retries + 1
-        for attempt in range(1, attempts + 1):
+        attempt = 1
+        while True:
             try:
                 return await self._request(messages, tools, on_text)
+            except _NoStreamedTools as exc:
+                self._stop_streaming_tools(str(exc), on_retry)
+                await self.aclose()  # the server may drop that connection just after
+                continue
             except Exception as exc:
-                if isinstance(exc, openai.APIStatusError) and self._drop_stream_usage(exc):
-                    return await self.complete(messages, tools, on_text=on_text, on_retry=on_retry)
+                if isinstance(exc, openai.APIStatusError) and self._adapt(exc, tools, on_retry):
+                    continue
                 reason, status, server_wait = self._classify(exc)
             if attempt == attempts:
                 break
@@ -155,6 +165,7 @@ class OpenAIChatModel:
             if on_retry is not None:
                 on_retry(attempt, wait, reason)
             await asyncio.sleep(wait)
+            attempt += 1
         tries = f"{attempts} attempt" + ("s" if attempts > 1 else "")
         raise ModelError(f"model request failed after {tries}: {reason}", status_code=status)
 
@@ -162,11 +173,12 @@ class OpenAIChatModel:
         """``(reason, status, retry_after)`` for a retryable failure; raise for the rest."""
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            reason = f"HTTP {status} from {self.base_url}: {_error_detail(exc)}"
-            if status in _RETRY_STATUS or status >= 500:
+            detail = _error_detail(exc)
+            reason = f"HTTP {status} from {self.base_url}: {detail}"
+            if not permanent(status, detail):
                 return reason, status, retry_after(exc.response.headers)
             raise ModelError(
-                f"model request rejected: {reason}{_hint(status)}", status_code=status
+                f"model request rejected: {reason}{hint(status, detail)}", status_code=status
             ) from None
         if isinstance(exc, openai.APITimeoutError):
             return f"no answer from {self.base_url} within {self.timeout:g}s", None, None
@@ -187,64 +199,122 @@ class OpenAIChatModel:
         base = self.backoff * 2 ** (attempt - 1)
         return min(self.max_wait, base * (1 + 0.25 * random.random()))
 
-    def _drop_stream_usage(self, exc: openai.APIStatusError) -> bool:
-        """Some servers reject ``stream_options``; then ask again without it, once."""
-        if exc.status_code not in (400, 422) or not (self.stream and self._stream_usage):
+    def _adapt(
+        self,
+        exc: openai.APIStatusError,
+        tools: list[dict[str, Any]],
+        on_retry: RetryCallback | None,
+    ) -> bool:
+        """Change what is sent after a refusal that names an optional feature; True to ask
+        again at once. Each adaptation happens at most once, so this cannot loop."""
+        if exc.status_code < 400:
             return False
-        if "stream_options" in _error_detail(exc).lower():
-            self._stream_usage = False
+        detail = _error_detail(exc).lower()
+        if self.stream and self._stream_usage and "stream_options" in detail:
+            self._stream_usage = False  # usage is then estimated, and marked so
+            return True
+        if self._limit_key == "max_tokens" and "max_completion_tokens" in detail:
+            self._limit_key = "max_completion_tokens"  # newer OpenAI models refuse max_tokens
+            return True
+        if self.stream and tools and self.stream_tools and cannot_stream_tools(detail):
+            self._stop_streaming_tools(f"it answered: {_error_detail(exc)}", on_retry)
             return True
         return False
 
+    def _stop_streaming_tools(self, why: str, on_retry: RetryCallback | None) -> None:
+        self.stream_tools = False
+        if on_retry is not None:
+            on_retry(
+                0,
+                0.0,
+                f"{self.base_url} cannot stream replies to requests with tools ({why}); "
+                "asking again without streaming, and not streaming such requests from now on",
+            )
+
     # -- one request ------------------------------------------------------------------------
+    def _kwargs(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict:
+        kwargs: dict[str, Any] = {"model": self.name, "messages": outgoing(messages)}
+        if tools:
+            kwargs["tools"] = tools
+            if self.tool_choice:
+                kwargs["tool_choice"] = self.tool_choice
+        if self.max_output_tokens is not None:
+            kwargs[self._limit_key] = self.max_output_tokens
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
+        return kwargs
+
     async def _request(
         self,
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         on_text: Callable[[str], None] | None,
     ) -> ModelReply:
-        kwargs: dict[str, Any] = {"model": self.name, "messages": messages}
-        if tools:
-            kwargs["tools"] = tools
-        if self.extra_body:
-            kwargs["extra_body"] = self.extra_body
+        kwargs = self._kwargs(messages, tools)
         client = self._client()
-        if not self.stream:
+        if not self.stream or (tools and not self.stream_tools):
             response = await client.chat.completions.create(**kwargs)
             if not response.choices:
                 raise ModelError(f"model endpoint {self.base_url} answered without choices")
-            raw = response.choices[0].message
+            choice = response.choices[0]
+            raw = choice.message
             calls = [
                 (c.id, c.function.name, c.function.arguments)
                 for c in raw.tool_calls or []
                 if getattr(c, "function", None) is not None
             ]
             message = message_dict(raw.content, calls)
+            self._check_not_empty(message, choice.finish_reason)
             if raw.content and on_text is not None:
                 on_text(raw.content)
             return ModelReply(message, self._usage(response.usage, messages, tools, message))
         if self._stream_usage:
             kwargs["stream_options"] = {"include_usage": True}
-        stream = await client.chat.completions.create(stream=True, **kwargs)
         text_parts: list[str] = []
         calls_by_index: dict[int, list[Any]] = {}
-        usage = None
-        async with stream:
-            async for chunk in stream:
-                usage = getattr(chunk, "usage", None) or usage
-                for choice in chunk.choices or []:
-                    delta = choice.delta
-                    if delta is None:
-                        continue
-                    if delta.content:
-                        text_parts.append(delta.content)
-                        if on_text is not None:
-                            on_text(delta.content)
-                    for tc in delta.tool_calls or []:
-                        merge_call(calls_by_index, tc)
+        usage, finish = None, None
+        stream = await client.chat.completions.create(stream=True, **kwargs)
+        try:  # the server said 200: a stream that breaks now, empty, is a refusal of tools
+            async with stream:
+                async for chunk in stream:
+                    usage = getattr(chunk, "usage", None) or usage
+                    for choice in chunk.choices or []:
+                        finish = choice.finish_reason or finish
+                        delta = choice.delta
+                        if delta is None:
+                            continue
+                        if delta.content:
+                            text_parts.append(delta.content)
+                            if on_text is not None:
+                                on_text(delta.content)
+                        for tc in delta.tool_calls or []:
+                            merge_call(calls_by_index, tc)
+        except Exception as exc:
+            broken = _is_transport_error(exc) or isinstance(exc, openai.APIConnectionError)
+            if tools and not text_parts and not calls_by_index:
+                if broken:
+                    raise _NoStreamedTools(f"the stream broke before any reply: {exc!r}") from exc
+                if cannot_stream_tools(str(exc)):  # an error event inside the stream
+                    raise _NoStreamedTools(f"it said: {_one_line(str(exc))}") from exc
+            raise
         calls = [(c[0], c[1], "".join(c[2])) for _, c in sorted(calls_by_index.items())]
-        message = message_dict("".join(text_parts) or None, calls)
+        message = message_dict("".join(text_parts), calls)
+        if tools and finish is None and _is_empty(message):
+            raise _NoStreamedTools("its stream ended without any reply")
+        self._check_not_empty(message, finish)
         return ModelReply(message, self._usage(usage, messages, tools, message))
+
+    def _check_not_empty(self, message: dict[str, Any], finish: str | None) -> None:
+        """A reply with no text and no tool call is no answer: say so, with what is known."""
+        if not _is_empty(message):
+            return
+        why = f" (finish_reason {finish!r})" if finish else ""
+        if finish == "length":
+            why = f" (it stopped at the output limit of {self.max_output_tokens} tokens)"
+        raise ModelError(
+            f"model {self.name} at {self.base_url} sent an empty reply: "
+            f"no text and no tool call{why}"
+        )
 
     @staticmethod
     def _usage(
@@ -257,15 +327,11 @@ class OpenAIChatModel:
         return Usage(prompt or 0, completion or 0)
 
 
+def _is_empty(message: dict[str, Any]) -> bool:
+    return not (message.get("content") or "").strip() and not message.get("tool_calls")
+
+
 def _is_transport_error(exc: Exception) -> bool:
     """Errors of the HTTP library under ``openai`` that it did not wrap (mid-stream)."""
     module = type(exc).__module__ or ""
     return module.startswith(("httpx", "httpcore", "h11")) or isinstance(exc, ConnectionError)
-
-
-def _hint(status: int) -> str:
-    if status in (401, 403):
-        return " (check OPENAI_API_KEY)"
-    if status == 404:
-        return " (check the model name and --base-url)"
-    return ""

@@ -118,6 +118,7 @@ class CodeAgent(Configurable):
     max_tokens = Int(2_000_000, config=True, help="Tokens per run (prompt + completion).")
     model_timeout = Float(120.0, config=True, help="Seconds one model request may take.")
     model_max_retries = Int(4, config=True, help="Retries of a failed model request.")
+    max_output_tokens = Int(4096, config=True, help="Tokens one model reply may take.")
     idle_timeout = Float(
         1800.0,
         config=True,

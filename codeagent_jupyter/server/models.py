@@ -67,6 +67,7 @@ class ModelRegistry:
                 stream=settings.stream,
                 timeout=settings.model_timeout,
                 max_retries=settings.model_max_retries,
+                max_output_tokens=settings.max_output_tokens,
             )
             self._models[name] = model
         return model

@@ -142,11 +142,14 @@ def plan_html(plan: tuple[dict[str, str], ...]) -> str:
 
 
 def status_html(state: PanelState, now: float, note: str = "") -> str:
-    """ "running · step 3 · 12.4 s · 1,234 tokens (1,000 in / 234 out)"."""
+    """ "running · step 3 · 12.4 s · 1,234 tokens (1,000 in / 234 out)".
+
+    Counts the server did not send are estimated, and shown so: "~1,234 tokens (estimated:
+    1,000 in / 234 out)" and "~$0.0012", so that a guess never reads as a bill.
+    """
     label, color = _RUN_STATUS.get(state.status, (state.status, MUTED))
     if state.status == "idle":
         label, color = "ready", MUTED
-    tokens = state.prompt_tokens + state.completion_tokens
     parts = [
         f'<span class="codeagent-run-status" data-status="{esc(state.status)}" '
         f'style="color:{color};font-weight:bold">{esc(label)}</span>'
@@ -155,15 +158,26 @@ def status_html(state: PanelState, now: float, note: str = "") -> str:
         parts += [
             f"step {state.step}",
             f"{state.elapsed(now):.1f} s",
-            f"{tokens:,} tokens ({state.prompt_tokens:,} in / {state.completion_tokens:,} out)",
+            _tokens_html(state),
         ]
         if state.cost is not None:
-            parts.append(f"${state.cost:,.4f}")
+            parts.append(("~" if state.tokens_estimated else "") + f"${state.cost:,.4f}")
     if state.model:
         parts.append(esc(state.model))
     extra = state.retry or note
     tail = f' <span style="color:{MUTED}">— {esc(extra)}</span>' if extra else ""
     return f'<div class="codeagent-status" style="font-size:12px">{" · ".join(parts)}{tail}</div>'
+
+
+def _tokens_html(state: PanelState) -> str:
+    split = f"{state.prompt_tokens:,} in / {state.completion_tokens:,} out"
+    tokens = state.prompt_tokens + state.completion_tokens
+    if state.tokens_estimated:
+        return (
+            f'<span class="codeagent-tokens" data-estimated="true">~{tokens:,} tokens '
+            f"(estimated: {split})</span>"
+        )
+    return f'<span class="codeagent-tokens">{tokens:,} tokens ({split})</span>'
 
 
 def arguments_html(arguments: Any) -> str:

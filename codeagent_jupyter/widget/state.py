@@ -203,6 +203,7 @@ def _usage(s: PanelState, e: dict[str, Any]) -> PanelState:
         s,
         prompt_tokens=int(e.get("total_prompt_tokens", s.prompt_tokens)),
         completion_tokens=int(e.get("total_completion_tokens", s.completion_tokens)),
+        tokens_estimated=s.tokens_estimated or bool(e.get("total_estimated") or e.get("estimated")),
     )
 
 
@@ -233,6 +234,7 @@ def _run_finished(s: PanelState, e: dict[str, Any]) -> PanelState:
         retry="",
         prompt_tokens=int(usage.get("prompt_tokens", s.prompt_tokens)),
         completion_tokens=int(usage.get("completion_tokens", s.completion_tokens)),
+        tokens_estimated=s.tokens_estimated or bool(usage.get("estimated")),
     )
 
 

@@ -127,6 +127,7 @@ class PanelState:
     step: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    tokens_estimated: bool = False  # the server sent no usage for some request: counts guessed
     run_started_at: float | None = None
     run_finished_at: float | None = None
     retry: str = ""

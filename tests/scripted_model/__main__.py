@@ -9,6 +9,7 @@ import json
 import signal
 import threading
 
+from .quirks import QUIRKS
 from .server import ScriptedModelServer
 
 
@@ -17,12 +18,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--script", required=True, help="JSON file: a list of turns")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--no-usage", action="store_true", help="omit usage from answers")
+    parser.add_argument(
+        "--quirk",
+        action="append",
+        default=[],
+        choices=sorted(QUIRKS),
+        help="behave like a real server in this way (repeatable; see quirks.py)",
+    )
     args = parser.parse_args(argv)
     with open(args.script, encoding="utf-8") as f:
         script = json.load(f)
     if not isinstance(script, list):
         parser.error("--script must hold a JSON list of turns")
-    server = ScriptedModelServer(script, port=args.port, send_usage=not args.no_usage).start()
+    server = ScriptedModelServer(
+        script, port=args.port, send_usage=not args.no_usage, quirks=args.quirk
+    ).start()
     print(server.url, flush=True)
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from .quirks import QUIRKS, quirk_refusal, quirk_turn
 from .turns import Turn, next_id, normalise
 from .validation import conversation_problem
 
@@ -38,7 +39,8 @@ class ScriptedModelServer:
     ``script`` is a list of turns consumed one per valid request, or a thread-safe callable
     ``messages -> turn`` (a stateless responder for many concurrent sessions). Requests that
     fail validation are answered 400 and do not consume a turn. ``requests`` records every
-    request body in order; ``headers`` the matching request headers.
+    request body in order; ``headers`` the matching request headers. ``quirks`` makes it
+    behave like a real local server in the ways that matter to a client (see ``quirks.py``).
     """
 
     def __init__(
@@ -52,7 +54,12 @@ class ScriptedModelServer:
         api_key: str | None = None,
         stream_chunk_delay: float = 0.0,
         model_name: str = "scripted",
+        quirks: tuple[str, ...] | list[str] | frozenset[str] = (),
     ) -> None:
+        unknown = sorted(set(quirks) - set(QUIRKS))
+        if unknown:
+            raise ValueError(f"unknown quirk(s) {unknown}; known: {sorted(QUIRKS)}")
+        self.quirks = frozenset(quirks)
         self.host, self.port = host, port
         self.send_usage = send_usage
         self.reject_stream_options = reject_stream_options
@@ -94,6 +101,11 @@ class ScriptedModelServer:
                 self._served += 1
                 return script[self._served - 1]
         return normalise(script(messages))
+
+    def _unserve(self) -> None:
+        with self._lock:
+            if not callable(self._script):
+                self._served -= 1
 
     # -- lifecycle --------------------------------------------------------------------------
     @property
@@ -186,6 +198,9 @@ class _Handler(BaseHTTPRequestHandler):
             problem = "Unrecognized request argument supplied: stream_options"
         if problem is not None:
             return self._send_error(400, problem)
+        refusal = quirk_refusal(self.owner.quirks, body)
+        if refusal is not None:
+            return self._send_error(refusal[0], refusal[1], kind=refusal[2])
         try:
             turn = self.owner._next_turn(body["messages"])
         except _ScriptExhausted as exc:
@@ -208,6 +223,7 @@ class _Handler(BaseHTTPRequestHandler):
                 headers["retry_after"] = str(turn["retry_after"])
             kind = "rate_limit_error" if turn["status"] == 429 else "server_error"
             return self._send_error(int(turn["status"]), turn["message"], kind=kind, **headers)
+        turn = quirk_turn(self.owner.quirks, body, turn)
         message = dict(turn["message"])
         message.setdefault("content", None)
         usage = self._usage(body, turn, message)
@@ -218,7 +234,15 @@ class _Handler(BaseHTTPRequestHandler):
         }
         finish = "tool_calls" if message.get("tool_calls") else "stop"
         if body.get("stream"):
+            if (
+                "no-streamed-tools" in self.owner.quirks
+                and body.get("tools")
+                and finish == ("tool_calls")
+            ):
+                self.owner._unserve()  # a real server would choose again: serve it again
+                return self._empty_stream()
             include = bool((body.get("stream_options") or {}).get("include_usage"))
+            include = include and "no-stream-usage" not in self.owner.quirks
             return self._stream(base, message, finish, usage if include else None, include)
         choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
         payload = {**base, "object": "chat.completion", "choices": [choice]}
@@ -278,6 +302,19 @@ class _Handler(BaseHTTPRequestHandler):
             )
         self._write_raw(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
+
+    def _empty_stream(self) -> None:
+        """What llama-cpp-python sends when its generator fails after the 200 headers: the
+        headers, then the end of the body, without a single event; then it drops the
+        connection, which a client must not reuse."""
+        self.close_connection = True
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+        self.owner._stopping.wait(0.3)  # it closes a moment later, once its task has failed
 
     def _write_event(self, event: dict[str, Any]) -> None:
         if self.owner.stream_chunk_delay:
