@@ -54,7 +54,7 @@ def summary(enforcement: Mapping[str, Any], limits: SandboxLimits) -> str:
     inside = f" ({', '.join(parts)})" if parts else ""
     figures = [
         f"memory {limits.memory_mb} MiB",
-        f"cpu {limits.cpu_seconds} s",
+        f"cpu {limits.cpu_seconds} s per cell",
         f"cell {limits.cell_timeout:g} s",
         f"processes {limits.max_processes}",
     ]

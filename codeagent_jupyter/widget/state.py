@@ -118,6 +118,8 @@ def _assistant_message(s: PanelState, e: dict[str, Any]) -> PanelState:
 
 
 def _model_retry(s: PanelState, e: dict[str, Any]) -> PanelState:
+    if not e.get("attempt"):  # attempt 0: a note (e.g. streaming turned off), not a failure
+        return replace(s, retry=f"note: {e.get('reason', '')}")
     retry = (
         f"model request failed ({e.get('reason', '')}); retry {e.get('attempt', 0)} "
         f"in {float(e.get('wait_s', 0)):.1f} s"

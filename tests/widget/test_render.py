@@ -253,3 +253,14 @@ def test_the_panel_shows_the_banner_first() -> None:
     panel.apply({"type": "run_started", "seq": 1, "prompt": "q", "enforcement": CONFINED})
     assert panel.banner.value == ""  # a follow-up in a confined sandbox clears it
     panel.close()
+
+
+def test_a_model_note_is_not_shown_as_a_failure() -> None:
+    """Attempt 0 of ``model_retry`` is a note (streaming turned off), not a failed request."""
+    from codeagent_jupyter.widget.state import fold
+
+    reason = "this server cannot stream tool calls; asking without streaming from now on"
+    note = fold([{"type": "model_retry", "seq": 0, "attempt": 0, "wait_s": 0, "reason": reason}])
+    assert note.retry == f"note: {reason}"
+    failed = fold([{"type": "model_retry", "seq": 0, "attempt": 2, "wait_s": 1.5, "reason": "503"}])
+    assert failed.retry == "model request failed (503); retry 2 in 1.5 s"
