@@ -1,20 +1,23 @@
-"""Where a session works and what it reads: the user's notebook, through the server's contents.
+"""Where a session works and what it reads: the user's notebook, beneath the server root.
 
-Reading the notebook through the ``ContentsManager`` means the agent sees exactly what
-Jupyter shows (and obeys its hidden-file and root rules); the workspace is the notebook's
-folder, checked to stay under the server root.
+The workspace is the notebook's folder, checked to stay under the server root. Because a
+sandbox can write that folder, the notebook is read through ``confined.Workspace`` rather
+than by path, keeping Jupyter's own hidden-file rule.
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from jupyter_core.utils import ensure_async
-from tornado.web import HTTPError
+import nbformat
 
+from ..confined import ConfinementError, Workspace
 from .errors import ApiError
+
+MAX_NOTEBOOK_BYTES = 50_000_000
+"""Largest user notebook read for context (bigger ones are refused, not truncated)."""
 
 
 class NotebookResolver:
@@ -37,22 +40,34 @@ class NotebookResolver:
         return workdir
 
     async def read(self, notebook_path: str) -> Any:
-        """The notebook's content as the ContentsManager returns it (a NotebookNode)."""
+        """The notebook's content (a NotebookNode), read beneath the server root.
+
+        The notebook's folder is a sandbox's workspace, so the sandbox may have replaced the
+        file with a symlink (to another user's notebook, say), a FIFO or a hard link: the
+        file is opened through ``confined.Workspace`` (no symlinks, regular files only,
+        never blocking), and Jupyter's hidden-file rule is kept.
+        """
         pure = _relative(notebook_path)
+        cm = self.contents_manager
+        if not getattr(cm, "allow_hidden", False) and any(p.startswith(".") for p in pure.parts):
+            raise ApiError(404, f"notebook {notebook_path!r}: no such notebook")
         try:
-            model = await ensure_async(
-                self.contents_manager.get(pure.as_posix(), content=True, type="notebook")
+            data = await asyncio.to_thread(
+                Workspace(self.root_dir).read_bytes, pure.as_posix(), MAX_NOTEBOOK_BYTES
             )
-        except HTTPError as e:
-            status = e.status_code if e.status_code in (400, 403, 404) else 400
-            detail = e.log_message or e.reason or "cannot be read"
-            if e.args:
-                with contextlib.suppress(TypeError, ValueError):
-                    detail = detail % e.args
-            raise ApiError(status, f"notebook {notebook_path!r}: {detail}") from e
-        except Exception as e:  # a corrupt file, a permission error …
-            raise ApiError(400, f"notebook {notebook_path!r} cannot be read: {e}") from e
-        return model["content"]
+        except FileNotFoundError:
+            raise ApiError(404, f"notebook {notebook_path!r}: no such notebook") from None
+        except ConfinementError as e:
+            raise ApiError(400, f"notebook {notebook_path!r} cannot be read: {e}") from None
+        except OSError as e:
+            raise ApiError(400, f"notebook {notebook_path!r} cannot be read: {e.strerror}") from e
+        try:
+            return nbformat.reads(data.decode("utf-8"), as_version=4)
+        except Exception as e:  # not JSON, not a notebook, not UTF-8 …
+            reason = type(e).__name__
+            raise ApiError(
+                400, f"notebook {notebook_path!r} is not a valid notebook ({reason})"
+            ) from e
 
 
 def _relative(notebook_path: str) -> PurePosixPath:
