@@ -7,33 +7,36 @@ request, and the text must be deterministic so repeated runs hit the provider's 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
+from .confined import ConfinementError, Workspace
 from .textbounds import head_tail
 
 SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".codeagent", ".venv"}
 
 
-def workspace_listing(root: Path, *, max_entries: int = 100) -> str:
-    """List files under ``root`` (sorted, sizes, hidden and cache folders skipped)."""
-    root = Path(root)
+def workspace_listing(root: Path, *, max_entries: int = 100, max_scanned: int = 20_000) -> str:
+    """List files under ``root`` (sorted, sizes, hidden and cache folders skipped).
+
+    The workspace is written by the sandbox, so it is walked through ``confined.Workspace``:
+    symlinks are not followed (nor listed), and at most ``max_scanned`` entries are looked
+    at, so a cell that makes a million files cannot stall the server building this text.
+    """
     lines: list[str] = []
     total = 0
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        rel = Path(dirpath).relative_to(root)
-        for name in sorted(filenames):
-            if name.startswith("."):
-                continue
-            total += 1
-            if len(lines) < max_entries:
-                try:
-                    size = (Path(dirpath) / name).stat().st_size
-                except OSError:
-                    continue
-                lines.append(f"- {(rel / name).as_posix()} ({_size(size)})")
+    try:
+        entries = list(
+            Workspace(root).walk(".", skip=frozenset(SKIP_DIRS), max_entries=max_scanned)
+        )
+    except (ConfinementError, OSError):
+        entries = []
+    for entry in entries:
+        if entry.kind != "file" or any(p.startswith(".") for p in entry.path.split("/")):
+            continue
+        total += 1
+        if len(lines) < max_entries:
+            lines.append(f"- {entry.path} ({_size(entry.size)})")
     if not lines:
         return "The workspace is empty."
     more = f"\n… and {total - len(lines)} more files" if total > len(lines) else ""
