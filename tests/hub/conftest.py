@@ -98,6 +98,7 @@ class Hub:
         self.ledger_path = tmp / "ledger.sqlite"
         self.client = httpx.Client(timeout=60)
         self.tokens: dict[str, str] = {}
+        self.sessions: dict[str, str] = {}
         self.proc: subprocess.Popen[bytes] | None = None
 
     # -- set-up ------------------------------------------------------------------------------
@@ -194,8 +195,9 @@ c.Spawner.http_timeout = 90
             env={**env, "PYTHONPATH": str(ROOT)},
         )
         self.wait_for(lambda: self.admin("GET", "/users").status_code == 200, "the hub")
-        self.wait_for(lambda: self.client.get(f"{self.gateway_url}/health").status_code == 200,
-                      "the gateway")
+        self.wait_for(
+            lambda: self.client.get(f"{self.gateway_url}/health").status_code == 200, "the gateway"
+        )
 
     def wait_for(self, ready: Any, what: str, timeout: float = 90) -> None:
         deadline = time.monotonic() + timeout
