@@ -87,8 +87,8 @@ class Upstream:
 class Hub:
     """The running hub: REST helpers as the test admin service and as students."""
 
-    def __init__(self, tmp: Path, upstream: Upstream) -> None:
-        self.tmp, self.upstream = tmp, upstream
+    def __init__(self, tmp: Path, upstream: Any, students: tuple[str, ...] = STUDENTS) -> None:
+        self.tmp, self.upstream, self.students = tmp, upstream, students
         self.port, self.hub_port, self.proxy_api, self.gateway_port = (
             _free_port() for _ in range(4)
         )
@@ -130,7 +130,7 @@ class Hub:
                 }
             )
         )
-        for user in STUDENTS:
+        for user in self.students:
             (tmp / "home" / user / "work").mkdir(parents=True)
         access = [f"access:services!service={GATEWAY}", f"read:services!service={GATEWAY}"]
         hub_config = tmp / "jupyterhub_config.py"
@@ -147,9 +147,9 @@ c.JupyterHub.db_url = "sqlite:///{tmp}/hub.sqlite"
 c.JupyterHub.cookie_secret_file = "{tmp}/cookie_secret"
 c.JupyterHub.pid_file = "{tmp}/hub.pid"
 c.JupyterHub.authenticator_class = "dummy"
-c.Authenticator.allowed_users = {{"alice", "bob", "dave", "carol"}}
+c.Authenticator.allowed_users = {{*{list(self.students)!r}, "carol"}}
 c.JupyterHub.load_groups = {{
-    "students": {{"users": ["alice", "bob", "dave"]}},
+    "students": {{"users": {list(self.students)!r}}},
     "exam-room": {{"users": ["dave"]}},
     "instructors": {{"users": ["carol"]}},
 }}
