@@ -88,7 +88,7 @@ def hint(status: int, detail: str) -> str:
         return " (this model's chat template has no tool support: pick a model that has it)"
     if "max_completion_tokens" in low or "max_tokens" in low:
         return " (try another --max-output-tokens)"
-    if status in (401, 403):
+    if status == 401 or (status == 403 and "key" in low):  # not a class's refusal (403)
         return " (check OPENAI_API_KEY)"
     if status == 404:
         return " (check the model name and --base-url)"

@@ -175,7 +175,10 @@ class OpenAIChatModel:
             status = exc.status_code
             detail = _error_detail(exc)
             reason = f"HTTP {status} from {self.base_url}: {detail}"
-            if not permanent(status, detail):
+            # x-should-retry: false is how a server says waiting will not help (as openai's own
+            # retry logic reads it), e.g. a gateway's used-up quota.
+            final = exc.response.headers.get("x-should-retry") == "false"
+            if not final and not permanent(status, detail):
                 return reason, status, retry_after(exc.response.headers)
             raise ModelError(
                 f"model request rejected: {reason}{hint(status, detail)}", status_code=status

@@ -51,6 +51,13 @@ class CodeAgent(Configurable):
             "classrooms without an API key. Empty: use the configured model."
         ),
     )
+    hub_gateway = Unicode(
+        "codeagent-gateway",
+        config=True,
+        help="Inside a JupyterHub single-user server: the hub service that is the class's "
+        "model gateway. When the hub lists it, it becomes the endpoint and the student's own "
+        "JUPYTERHUB_API_TOKEN the key (unless base_url is set). Empty: never use a gateway.",
+    )
     api_key_env = Unicode(
         "OPENAI_API_KEY",
         config=True,
@@ -193,6 +200,7 @@ class CodeAgentApp(ExtensionApp):
             raise ConfigError(f"c.CodeAgent.limits: {e}") from e
         assert self.serverapp is not None
         root_dir = Path(os.path.expanduser(self.serverapp.root_dir)).resolve()
+        self._use_hub_gateway()
         self.manager = SessionManager(
             self.agent_settings,
             root_dir=root_dir,
@@ -202,6 +210,20 @@ class CodeAgentApp(ExtensionApp):
         )
         self.manager.load_saved()
         self.settings["codeagent_manager"] = self.manager
+
+    def _use_hub_gateway(self) -> None:
+        """On JupyterHub, talk to the class gateway with the student's own hub token."""
+        settings = self.agent_settings
+        if settings.base_url or settings.recording or "JUPYTERHUB_API_TOKEN" not in os.environ:
+            return
+        from ..hub.student import find_gateway
+
+        gateway, why = find_gateway(settings.hub_gateway)
+        self.log.info("codeagent: class model gateway: %s", why)
+        if gateway is not None:
+            settings.base_url, settings.api_key = gateway.base_url, gateway.token
+            if not (settings.model or os.environ.get("CODEAGENT_MODEL")):
+                settings.model = gateway.default_model
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(route_table())

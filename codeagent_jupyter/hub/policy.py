@@ -1,0 +1,203 @@
+"""The class policy: who may use which models, how much, and whether AI is on at all.
+
+The policy is a JSON file the instructor edits (path in ``c.CodeAgentGateway.policy_file``).
+It is re-read whenever its modification time changes, so switching AI off for an exam or
+raising a quota takes effect on the very next request, without restarting anything::
+
+    {
+      "ai_enabled": true,
+      "default_model": "gpt-4o-mini",
+      "allowed_models": ["gpt-4o-mini", "gpt-4o"],
+      "daily_tokens": 200000,
+      "course_tokens": 2000000,
+      "max_concurrent": 2,
+      "quota_reset_utc": "00:00",
+      "groups": {"exam-room": {"ai_enabled": false}, "tas": {"daily_tokens": 1000000}},
+      "users": {"alice": {"daily_tokens": 50000}}
+    }
+
+Rules (``ai_enabled``, ``allowed_models``, ``daily_tokens``, ``course_tokens``,
+``max_concurrent``) apply to the class, then to each group the user is in, then to the user.
+Between groups, AI off wins, allowed models add up and limits take the most generous group;
+a user entry replaces whatever the class and groups said. ``allowed_models: []`` allows any
+model; a limit of ``0`` or ``null`` means none.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+RULES = ("ai_enabled", "allowed_models", "daily_tokens", "course_tokens", "max_concurrent")
+_LIMITS = ("daily_tokens", "course_tokens", "max_concurrent")
+_TOP = {*RULES, "default_model", "quota_reset_utc", "groups", "users"}
+
+
+class PolicyError(ValueError):
+    """The policy file cannot be used; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What one user may do right now (after class, group and user rules are combined)."""
+
+    ai_enabled: bool = True
+    allowed_models: tuple[str, ...] = ()
+    daily_tokens: int | None = None
+    course_tokens: int | None = None
+    max_concurrent: int | None = None
+
+    def allows_model(self, model: str) -> bool:
+        return not self.allowed_models or model in self.allowed_models
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A parsed policy file; ``rules_for`` answers for one user."""
+
+    base: Rules = field(default_factory=Rules)
+    default_model: str | None = None
+    reset: tuple[int, int] = (0, 0)
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def rules_for(self, user: str, groups: list[str] | tuple[str, ...] = ()) -> Rules:
+        rules = self.base
+        chosen = [self.groups[g] for g in sorted(groups) if g in self.groups]
+        if chosen:
+            rules = _merge_groups(rules, chosen)
+        if user in self.users:
+            rules = replace(rules, **self.users[user])
+        return rules
+
+    def day(self, now: datetime | None = None) -> str:
+        """The quota day ``now`` falls in (a day starts at ``quota_reset_utc``)."""
+        now = now or datetime.now(timezone.utc)
+        shifted = now - timedelta(hours=self.reset[0], minutes=self.reset[1])
+        return shifted.date().isoformat()
+
+    @property
+    def reset_text(self) -> str:
+        return f"{self.reset[0]:02d}:{self.reset[1]:02d} UTC"
+
+
+def _merge_groups(base: Rules, entries: list[dict[str, Any]]) -> Rules:
+    """Combine the rules of several groups: off wins, models add up, the largest limit wins."""
+    changes: dict[str, Any] = {}
+    if any(e.get("ai_enabled") is False for e in entries):
+        changes["ai_enabled"] = False
+    models = [m for e in entries for m in e.get("allowed_models", ())]
+    if any("allowed_models" in e for e in entries):
+        open_group = any("allowed_models" in e and not e["allowed_models"] for e in entries)
+        changes["allowed_models"] = () if open_group else tuple(dict.fromkeys(models))
+    for name in _LIMITS:
+        values = [e[name] for e in entries if name in e]
+        if values:
+            changes[name] = None if None in values else max(values)
+    return replace(base, **changes)
+
+
+def _rules(where: str, raw: Any) -> dict[str, Any]:
+    """Validated rule fields of one policy entry (only the ones it sets)."""
+    if not isinstance(raw, dict):
+        raise PolicyError(f"{where} must be an object")
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in RULES:
+            raise PolicyError(f"{where}: unknown setting {key!r} (known: {', '.join(RULES)})")
+        if key == "ai_enabled":
+            if not isinstance(value, bool):
+                raise PolicyError(f"{where}.ai_enabled must be true or false")
+        elif key == "allowed_models":
+            if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
+                raise PolicyError(f"{where}.allowed_models must be a list of model names")
+            value = tuple(value)
+        elif value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            raise PolicyError(f"{where}.{key} must be a whole number >= 0 or null")
+        elif value == 0:
+            value = None
+        out[key] = value
+    return out
+
+
+def parse_policy(raw: Any, where: str = "policy") -> Policy:
+    """A ``Policy`` from the decoded JSON; ``PolicyError`` with a one-line reason otherwise."""
+    if not isinstance(raw, dict):
+        raise PolicyError(f"{where} must hold a JSON object")
+    unknown = sorted(set(raw) - _TOP)
+    if unknown:
+        raise PolicyError(f"{where}: unknown setting(s) {', '.join(unknown)}")
+    base = Rules(**_rules(where, {k: raw[k] for k in RULES if k in raw}))
+    reset_text = raw.get("quota_reset_utc", "00:00")
+    try:
+        hours, minutes = (int(part) for part in str(reset_text).split(":"))
+        if not (0 <= hours < 24 and 0 <= minutes < 60):
+            raise ValueError
+    except ValueError:
+        raise PolicyError(f"{where}.quota_reset_utc must be HH:MM, not {reset_text!r}") from None
+    default = raw.get("default_model")
+    if default is not None and not isinstance(default, str):
+        raise PolicyError(f"{where}.default_model must be a model name")
+    tables: dict[str, dict[str, dict[str, Any]]] = {}
+    for table in ("groups", "users"):
+        entries = raw.get(table, {})
+        if not isinstance(entries, dict):
+            raise PolicyError(f"{where}.{table} must be an object of name -> settings")
+        tables[table] = {n: _rules(f"{where}.{table}.{n}", e) for n, e in entries.items()}
+    return Policy(base, default, (hours, minutes), tables["groups"], tables["users"])
+
+
+class PolicyFile:
+    """The policy as the file says now: re-read when its mtime (or size) changes.
+
+    A file that turns invalid keeps the last good policy in force and reports the problem
+    through ``error``, so a typo during an exam does not switch AI back on.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.path = Path(path) if path else None
+        self.error: str | None = None
+        self._stamp: tuple[int, int] | None = None
+        self._policy = Policy()
+        self._lock = threading.Lock()
+        if self.path is not None:
+            self._policy = self._read()  # a broken file at start-up is fatal (raises)
+
+    def _read(self) -> Policy:
+        assert self.path is not None
+        try:
+            info = self.path.stat()
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise PolicyError(f"policy file {self.path} does not exist") from None
+        except (OSError, ValueError) as e:
+            raise PolicyError(f"policy file {self.path}: {e}") from None
+        self._stamp = (info.st_mtime_ns, info.st_size)
+        return parse_policy(raw, where=self.path.name)
+
+    def current(self) -> Policy:
+        """The policy in force; one ``stat`` per call, a re-read only after a change."""
+        if self.path is None:
+            return self._policy
+        try:
+            info = self.path.stat()
+            stamp = (info.st_mtime_ns, info.st_size)
+        except OSError as e:
+            self.error = f"policy file {self.path}: {e}"
+            return self._policy
+        if stamp != self._stamp:
+            with self._lock:
+                try:
+                    self._policy = self._read()
+                    self.error = None
+                except PolicyError as e:
+                    self._stamp = stamp
+                    self.error = str(e)
+        return self._policy

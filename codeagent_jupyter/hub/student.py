@@ -1,0 +1,61 @@
+"""How a student's single-user server finds the class gateway: zero configuration.
+
+Inside a JupyterHub single-user server the hub provides ``JUPYTERHUB_API_URL`` and the
+server's own ``JUPYTERHUB_API_TOKEN``. If the hub lists the gateway service to that token
+(scope ``read:services!service=NAME``), the gateway's URL becomes the model endpoint and
+the student's own token its key; the class key never comes near the student. Stdlib only
+(no jupyterhub import): this runs in every student's server at start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+
+@dataclass(frozen=True)
+class HubGateway:
+    """Where the student's agent sends model requests, and with which key."""
+
+    base_url: str
+    token: str
+    default_model: str | None
+
+
+def _get(url: str, token: str, timeout: float) -> Any:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+def find_gateway(
+    service: str, environ: Mapping[str, str] | None = None, timeout: float = 5.0
+) -> tuple[HubGateway | None, str]:
+    """``(gateway, why)``: the gateway service when the hub lists it, else ``None`` and why."""
+    env = os.environ if environ is None else environ
+    api_url, token = env.get("JUPYTERHUB_API_URL"), env.get("JUPYTERHUB_API_TOKEN")
+    if not service:
+        return None, "switched off (c.CodeAgent.hub_gateway is empty)"
+    if not (api_url and token):
+        return None, "not running inside a JupyterHub single-user server"
+    try:
+        model = _get(f"{api_url.rstrip('/')}/services/{quote(service)}", token, timeout)
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        return None, f"the hub does not list a service {service!r} to this server ({e})"
+    url, prefix = model.get("url"), model.get("prefix") or f"/services/{service}/"
+    if not isinstance(url, str) or not url:
+        return None, f"the hub's service {service!r} has no URL"
+    base_url = f"{url.rstrip('/')}/{prefix.strip('/')}/v1"
+    default = None
+    try:
+        listed = _get(f"{base_url}/models", token, timeout).get("data") or []
+        default = next((m["id"] for m in listed if isinstance(m.get("id"), str)), None)
+    except (urllib.error.URLError, OSError, ValueError, AttributeError, TypeError):
+        pass  # the gateway answers later; a model name can still come from c.CodeAgent.model
+    return HubGateway(base_url, token, default), f"using the class gateway at {base_url}"
