@@ -11,7 +11,7 @@ TRAP = "price is text ('$1,234.50', 'n/a'): a plain float conversion fails"
 PROMPT = """
 sales_raw.csv has one row per sale. Clean it: keep only the rows whose price is known, make
 price a number, and save the result as clean.csv with columns id, product, price, qty.
-Then tell me the total revenue (sum of price × qty) of the cleaned rows.
+Then tell me the total revenue (sum of price x qty) of the cleaned rows.
 """
 PRODUCTS = ["lamp", "desk", "chair", "shelf", "rug"]
 
@@ -52,7 +52,6 @@ def check(workdir: Path, answer: str) -> str:
         raise Fail(f"clean.csv has wrong prices for ids {bad[:5]}")
     answer_has_number(answer, _total(), "the total revenue", rel=1e-4)
     return f"{len(want)} clean rows, total {_total():,.2f}"
-
 
 
 READ = """\

@@ -24,16 +24,17 @@ def _rows() -> list[tuple[int, str, int]]:
 
 
 def setup(workdir: Path) -> None:
-    write_csv(
-        workdir / "survey.csv", ["respondent", "city", "score"], _rows(), encoding="latin-1"
-    )
+    write_csv(workdir / "survey.csv", ["respondent", "city", "score"], _rows(), encoding="latin-1")
 
 
 @checker
 def check(workdir: Path, answer: str) -> str:
     want = Counter(c for _, c, _ in _rows())
     rows = read_rows(workdir, "city_counts.csv")
-    cities, counts = column(rows, "city", "city_counts.csv"), column(rows, "count", "city_counts.csv")
+    cities, counts = (
+        column(rows, "city", "city_counts.csv"),
+        column(rows, "count", "city_counts.csv"),
+    )
     got = dict(zip(cities, (int(float(c)) for c in counts), strict=True))
     if got != dict(want):
         raise Fail(f"city_counts.csv has {got}, expected {dict(want)}")

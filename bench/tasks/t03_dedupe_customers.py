@@ -46,8 +46,10 @@ def check(workdir: Path, answer: str) -> str:
     rows = read_rows(workdir, "customers_clean.csv")
     ids = sorted(int(float(i)) for i in column(rows, "id", "customers_clean.csv"))
     if ids != sorted(want.values()):
-        raise Fail(f"customers_clean.csv keeps {len(ids)} rows, expected the first of each of "
-                   f"{len(want)} customers")
+        raise Fail(
+            f"customers_clean.csv keeps {len(ids)} rows, expected the first of each of "
+            f"{len(want)} customers"
+        )
     answer_has_number(answer, len(want), "the number of unique customers")
     return f"{len(want)} unique customers"
 

@@ -18,9 +18,7 @@ REGIONS = ["North", "South", "East", "West"]
 
 def _rows() -> list[tuple[int, str, float]]:
     r = rng(404)
-    return [
-        (i, REGIONS[int(r.integers(4))], round(float(r.gamma(3, 120)), 2)) for i in range(300)
-    ]
+    return [(i, REGIONS[int(r.integers(4))], round(float(r.gamma(3, 120)), 2)) for i in range(300)]
 
 
 def setup(workdir: Path) -> None:
@@ -68,7 +66,10 @@ AVERAGE = FIXED.replace(
 SOLVED = Script(
     [FIRST, SEE, FIXED],
     "Saved region_totals.csv with the revenue of each of the four regions.",
-    ["", "No 'region' column; looking at the header.", "The header has 'Region ' and "
-     "'Revenue (EUR)'."],
+    [
+        "",
+        "No 'region' column; looking at the header.",
+        "The header has 'Region ' and 'Revenue (EUR)'.",
+    ],
 )
 WRONG = Script([FIRST, SEE, AVERAGE], "Saved region_totals.csv.")

@@ -47,7 +47,9 @@ def _totals() -> dict[str, float]:
 
 @checker
 def check(workdir: Path, answer: str) -> str:
-    got = keyed(read_rows(workdir, "segment_revenue.csv"), "segment", "revenue", "segment_revenue.csv")
+    got = keyed(
+        read_rows(workdir, "segment_revenue.csv"), "segment", "revenue", "segment_revenue.csv"
+    )
     expect_table(got, _totals(), "revenue", rel=1e-4)
     return "revenue per segment matches"
 

@@ -29,8 +29,9 @@ def _best() -> str:
 
 
 def setup(workdir: Path) -> None:
-    write_csv(workdir / "quarterly.csv", ["product", *QUARTERS],
-              [(p, *v) for p, v in _data().items()])
+    write_csv(
+        workdir / "quarterly.csv", ["product", *QUARTERS], [(p, *v) for p, v in _data().items()]
+    )
 
 
 @checker
@@ -65,5 +66,7 @@ with open("long.csv", "w", newline="") as f:
 print(totals.most_common())
 """
 SOLVED = Script([MELT], f"Saved long.csv (28 rows). {_best()} had the highest total sales.")
-WRONG = Script([MELT.replace('r["product"], q, r[q]', 'r["product"], q, r["Q1"]')],
-               "Saved long.csv. Q1 had the highest total sales.")
+WRONG = Script(
+    [MELT.replace('r["product"], q, r[q]', 'r["product"], q, r["Q1"]')],
+    "Saved long.csv. Q1 had the highest total sales.",
+)

@@ -32,8 +32,11 @@ def _series() -> tuple[list[str], np.ndarray, np.ndarray]:
 
 def setup(workdir: Path) -> None:
     dates, values, present = _series()
-    write_csv(workdir / "sensor.csv", ["date", "value"],
-              [(d, v) for d, v, p in zip(dates, values, present, strict=True) if p])
+    write_csv(
+        workdir / "sensor.csv",
+        ["date", "value"],
+        [(d, v) for d, v, p in zip(dates, values, present, strict=True) if p],
+    )
 
 
 @checker

@@ -20,13 +20,18 @@ START = dt.date(2024, 2, 5)
 
 def _rows() -> list[tuple[dt.date, int]]:
     r = rng(1111)
-    return [(START + dt.timedelta(days=int(r.integers(0, 70))), int(r.integers(1, 40)))
-            for _ in range(200)]
+    return [
+        (START + dt.timedelta(days=int(r.integers(0, 70))), int(r.integers(1, 40)))
+        for _ in range(200)
+    ]
 
 
 def setup(workdir: Path) -> None:
-    write_csv(workdir / "deliveries.csv", ["date", "parcels"],
-              [(d.strftime("%d/%m/%Y"), n) for d, n in _rows()])
+    write_csv(
+        workdir / "deliveries.csv",
+        ["date", "parcels"],
+        [(d.strftime("%d/%m/%Y"), n) for d, n in _rows()],
+    )
 
 
 def _weekly() -> dict[str, float]:

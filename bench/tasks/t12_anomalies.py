@@ -31,8 +31,11 @@ def _views() -> np.ndarray:
 
 
 def setup(workdir: Path) -> None:
-    write_csv(workdir / "traffic.csv", ["day", "views"],
-              [((START + dt.timedelta(days=i)).isoformat(), int(v)) for i, v in enumerate(_views())])
+    write_csv(
+        workdir / "traffic.csv",
+        ["day", "views"],
+        [((START + dt.timedelta(days=i)).isoformat(), int(v)) for i, v in enumerate(_views())],
+    )
 
 
 @checker

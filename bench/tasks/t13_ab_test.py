@@ -43,7 +43,7 @@ def setup(workdir: Path) -> None:
 
 @checker
 def check(workdir: Path, answer: str) -> str:
-    pa, pb, z, p = _stats()
+    _, _, z, p = _stats()
     answer_has_number(answer, abs(z), "the z statistic", rel=0.01)
     answer_has_number(answer, p, "the p-value", rel=0.05, tol=2e-4)
     return f"z = {z:.3f}, p = {p:.4f}"

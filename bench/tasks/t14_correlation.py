@@ -24,10 +24,15 @@ def _data() -> np.ndarray:
     n = 300
     visits = r.normal(1000, 150, n)
     latency = r.normal(200, 30, n)
-    data = np.column_stack([
-        visits, 0.05 * visits + r.normal(0, 9, n), r.normal(50, 10, n), latency,
-        -0.08 * latency + r.normal(0, 1.5, n),
-    ])
+    data = np.column_stack(
+        [
+            visits,
+            0.05 * visits + r.normal(0, 9, n),
+            r.normal(50, 10, n),
+            latency,
+            -0.08 * latency + r.normal(0, 1.5, n),
+        ]
+    )
     data[r.random(data.shape) < 0.05] = np.nan
     return np.round(data, 3)
 
@@ -75,5 +80,7 @@ print(best)
 """
 _A, _B, _R = _best()
 SOLVED = Script([CORR], f"{_A} and {_B} are the most strongly correlated: r = {_R:.3f}.")
-WRONG = Script([CORR.replace("abs(r) > abs(best[2])", "r > best[2]")],
-               "visits and signups are the most strongly correlated (r = 0.52).")
+WRONG = Script(
+    [CORR.replace("abs(r) > abs(best[2])", "r > best[2]")],
+    "visits and signups are the most strongly correlated (r = 0.52).",
+)

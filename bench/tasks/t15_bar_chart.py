@@ -17,8 +17,14 @@ CATEGORIES = ["rent", "food", "travel", "software", "hardware", "training", "mis
 
 def setup(workdir: Path) -> None:
     r = rng(1515)
-    rows = [(f"2024-05-{int(r.integers(1, 31)):02d}", CATEGORIES[int(r.integers(7))],
-             round(float(r.gamma(2, 90)), 2)) for _ in range(150)]
+    rows = [
+        (
+            f"2024-05-{int(r.integers(1, 31)):02d}",
+            CATEGORIES[int(r.integers(7))],
+            round(float(r.gamma(2, 90)), 2),
+        )
+        for _ in range(150)
+    ]
     write_csv(workdir / "expenses.csv", ["date", "category", "amount"], rows)
 
 
@@ -42,7 +48,11 @@ plt.show()
 """
 SOLVED = Script([PLOT], "Saved totals.png: one bar per category, seven in all.")
 WRONG = Script(
-    [PLOT.replace("ax.bar(list(totals), list(totals.values()))",
-                  "ax.bar(list(totals)[:5], list(totals.values())[:5])  # the top of the list")],
+    [
+        PLOT.replace(
+            "ax.bar(list(totals), list(totals.values()))",
+            "ax.bar(list(totals)[:5], list(totals.values())[:5])  # the top of the list",
+        )
+    ],
     "Saved totals.png.",
 )

@@ -17,8 +17,11 @@ as panels.png.
 
 def setup(workdir: Path) -> None:
     r = rng(1616)
-    rows = [(f"2024-06-01T{h:02d}:{m:02d}:00", round(float(r.lognormal(4, 0.4)), 1))
-            for h in range(24) for m in range(0, 60, 5)]
+    rows = [
+        (f"2024-06-01T{h:02d}:{m:02d}:00", round(float(r.lognormal(4, 0.4)), 1))
+        for h in range(24)
+        for m in range(0, 60, 5)
+    ]
     write_csv(workdir / "latency.csv", ["timestamp", "ms"], rows)
 
 

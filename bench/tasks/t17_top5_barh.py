@@ -12,8 +12,20 @@ PROMPT = """
 cities.csv lists cities and their population. Plot the five most populous cities as a
 horizontal bar chart (largest on top) and save it as top5.png. Which city is the largest?
 """
-NAMES = ["Aldmoor", "Brightwater", "Cinderfell", "Dunhollow", "Eastmarch", "Fairhaven",
-         "Glenrock", "Highgarden", "Ironforge", "Jadeport", "Kingsbridge", "Lakeshire"]
+NAMES = [
+    "Aldmoor",
+    "Brightwater",
+    "Cinderfell",
+    "Dunhollow",
+    "Eastmarch",
+    "Fairhaven",
+    "Glenrock",
+    "Highgarden",
+    "Ironforge",
+    "Jadeport",
+    "Kingsbridge",
+    "Lakeshire",
+]
 
 
 def _rows() -> list[tuple[str, int]]:

@@ -29,7 +29,11 @@ def _data() -> tuple[np.ndarray, np.ndarray]:
 def setup(workdir: Path) -> None:
     x, y = _data()
     header = ["area_m2", "rooms", "age_years"]
-    write_csv(workdir / "train.csv", [*header, "price"], [(*a, b) for a, b in zip(x[:300], y[:300], strict=True)])
+    write_csv(
+        workdir / "train.csv",
+        [*header, "price"],
+        [(*a, b) for a, b in zip(x[:300], y[:300], strict=True)],
+    )
     write_csv(workdir / "test.csv", ["id", *header], [(i, *a) for i, a in enumerate(x[300:])])
 
 

@@ -29,16 +29,21 @@ def _data() -> tuple[list[tuple], np.ndarray]:
     plan = r.integers(0, 3, n)
     score = -0.06 * tenure + 0.025 * fee + 0.7 * calls - 0.8 * plan - 0.5
     churned = (score + r.logistic(0, 0.3, n) > 0).astype(int)
-    rows = [(i, int(t), float(f), int(c), PLANS[p]) for i, (t, f, c, p)
-            in enumerate(zip(tenure, fee, calls, plan, strict=True))]
+    rows = [
+        (i, int(t), float(f), int(c), PLANS[p])
+        for i, (t, f, c, p) in enumerate(zip(tenure, fee, calls, plan, strict=True))
+    ]
     return rows, churned
 
 
 def setup(workdir: Path) -> None:
     rows, churned = _data()
     header = ["id", "tenure_months", "monthly_fee", "support_calls", "plan"]
-    write_csv(workdir / "customers_train.csv", [*header, "churned"],
-              [(*row, int(y)) for row, y in zip(rows[:450], churned[:450], strict=True)])
+    write_csv(
+        workdir / "customers_train.csv",
+        [*header, "churned"],
+        [(*row, int(y)) for row, y in zip(rows[:450], churned[:450], strict=True)],
+    )
     write_csv(workdir / "customers_test.csv", header, rows[450:])
 
 

@@ -52,8 +52,14 @@ STATUSES = ["paid", "shipped", "refunded", "cancelled"]
 
 def _rows() -> list[tuple[int, str, float]]:
     r = rng(2020)
-    return [(i, STATUSES[int(r.choice(4, p=[0.4, 0.35, 0.15, 0.1]))],
-             round(float(r.uniform(5, 300)), 2)) for i in range(1, 121)]
+    return [
+        (
+            i,
+            STATUSES[int(r.choice(4, p=[0.4, 0.35, 0.15, 0.1]))],
+            round(float(r.uniform(5, 300)), 2),
+        )
+        for i in range(1, 121)
+    ]
 
 
 def setup(workdir: Path) -> None:
@@ -73,8 +79,13 @@ def _want() -> dict:
     for _, s, _ in rows:
         by_status[s] = by_status.get(s, 0) + 1
     refunded = sum(a for _, s, a in rows if s == "refunded")
-    return {"orders": len(rows), "total": round(total, 2), "mean": round(total / len(rows), 2),
-            "refunded": round(refunded, 2), "by_status": by_status}
+    return {
+        "orders": len(rows),
+        "total": round(total, 2),
+        "mean": round(total / len(rows), 2),
+        "refunded": round(refunded, 2),
+        "by_status": by_status,
+    }
 
 
 @checker
@@ -98,7 +109,7 @@ def check(workdir: Path, answer: str) -> str:
 RUN = "%run report.py"
 CRASH_FIX = """\
 src = open("report.py").read()
-src = src.replace('amounts = [r["amount"] for r in rows]', 'amounts = [float(r["amount"]) for r in rows]')
+src = src.replace('[r["amount"] for r in rows]', '[float(r["amount"]) for r in rows]')
 open("report.py", "w").write(src)
 %run report.py
 print(open("report.json").read())
@@ -115,7 +126,10 @@ SOLVED = Script(
     [RUN, CRASH_FIX, ALL_FIXES],
     "Fixed report.py: amounts are converted to numbers, the status count no longer skips the "
     "first order, and refunds match the status 'refunded'. report.json is written.",
-    ["", "Amounts are strings; converting them.",
-     "It runs now, but refunded is 0 and one order is missing from by_status: two more bugs."],
+    [
+        "",
+        "Amounts are strings; converting them.",
+        "It runs now, but refunded is 0 and one order is missing from by_status: two more bugs.",
+    ],
 )
 WRONG = Script([RUN, CRASH_FIX], "Fixed the crash in report.py; report.json is written.")
