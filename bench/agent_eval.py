@@ -31,11 +31,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.tasks import Task, load_tasks  # noqa: E402
-from bench.tasks._runner import Outcome, prepare, run_agent, run_one_shot  # noqa: E402
-from codeagent_jupyter.config import SandboxLimits  # noqa: E402
-from codeagent_jupyter.errors import CodeAgentError, ConfigError  # noqa: E402
-from codeagent_jupyter.session_reader import load_session  # noqa: E402
+from bench.tasks import Task, load_tasks
+from bench.tasks._runner import Outcome, prepare, run_agent, run_one_shot
+from codeagent_jupyter.config import SandboxLimits
+from codeagent_jupyter.errors import CodeAgentError, ConfigError
+from codeagent_jupyter.session_reader import load_session
 
 MODES = ("agent", "one-shot")
 
@@ -60,14 +60,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--parallel", type=_positive, default=1, help="tasks run at once (default 1)")
     p.add_argument("--out", type=Path, default=Path("agent-eval"), help="results folder")
     p.add_argument("--baseline", choices=("one-shot",), help="also run the one-shot baseline")
-    p.add_argument("--recording", choices=("solved", "wrong"), default="solved",
-                   help="with --model recorded: which recordings to replay")  # fmt: skip
+    p.add_argument(
+        "--recording",
+        choices=("solved", "wrong"),
+        default="solved",
+        help="with --model recorded: which recordings to replay",
+    )
     p.add_argument("--max-output-tokens", type=_positive, default=2048)
     p.add_argument("--cell-timeout", type=_positive, default=120, help="seconds per cell")
-    p.add_argument("--shared-kernel", action="store_true",
-                   help="one kernel per worker, reset between tasks (faster; for replays)")  # fmt: skip
-    p.add_argument("--isolation", choices=("auto", "none"), default="auto",
-                   help="none: allow an unconfined sandbox where the machine cannot isolate")  # fmt: skip
+    p.add_argument(
+        "--shared-kernel",
+        action="store_true",
+        help="one kernel per worker, reset between tasks (faster; for replays)",
+    )
+    p.add_argument(
+        "--isolation",
+        choices=("auto", "none"),
+        default="auto",
+        help="none: allow an unconfined sandbox where the machine cannot isolate",
+    )
     args = p.parse_args(argv)
     if args.model == "recorded" and args.baseline:
         p.error("--baseline one-shot needs a live model, not --model recorded")
@@ -195,9 +206,14 @@ def summary(outcomes: list[Outcome]) -> tuple[str, dict[str, Any]]:
         low, high = wilson(len(solved), len(runs))
         med_tokens = statistics.median(o.tokens for o in solved) if solved else None
         med_time = statistics.median(o.wall_s for o in solved) if solved else None
-        data[mode] = {"solved": len(solved), "runs": len(runs), "rate": len(solved) / len(runs),
-                      "ci95": [low, high], "median_tokens_solved": med_tokens,
-                      "median_wall_s_solved": med_time}  # fmt: skip
+        data[mode] = {
+            "solved": len(solved),
+            "runs": len(runs),
+            "rate": len(solved) / len(runs),
+            "ci95": [low, high],
+            "median_tokens_solved": med_tokens,
+            "median_wall_s_solved": med_time,
+        }
         medians = (
             f"median per solved task: {med_tokens:,.0f} tokens, {med_time:.1f} s"
             if solved
@@ -237,8 +253,11 @@ def main(argv: list[str] | None = None) -> int:
     print(table(outcomes))
     print()
     print(text)
-    results = {"model": args.model, "summary": data,
-               "runs": [{**asdict(o), "notebook": str(o.notebook or "")} for o in outcomes]}  # fmt: skip
+    results = {
+        "model": args.model,
+        "summary": data,
+        "runs": [{**asdict(o), "notebook": str(o.notebook or "")} for o in outcomes],
+    }
     (args.out / "results.json").write_text(json.dumps(results, indent=2))
     print(f"Notebooks and results.json in {args.out}")
     return 0

@@ -182,5 +182,17 @@ async def run_one_shot(
 
 
 def _no_script(task: Task, notebook: Path, reason: str, wall: float) -> Outcome:
-    return Outcome(task.name, task.category, "one-shot", False, reason, "model_error", 1, 0,
-                   False, wall, 0, None)  # fmt: skip
+    return Outcome(
+        task.name,
+        task.category,
+        "one-shot",
+        False,
+        reason,
+        "model_error",
+        1,
+        0,
+        False,
+        wall,
+        0,
+        None,
+    )

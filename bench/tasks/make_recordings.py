@@ -18,12 +18,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.tasks import RECORDINGS, Task, load_tasks  # noqa: E402
-from bench.tasks._common import Script  # noqa: E402
-from bench.tasks._runner import run_agent  # noqa: E402
-from codeagent_jupyter.config import SandboxLimits  # noqa: E402
-from codeagent_jupyter.models.replay import ReplayModel  # noqa: E402
-from codeagent_jupyter.sandbox import Sandbox  # noqa: E402
+from bench.tasks import RECORDINGS, Task, load_tasks
+from bench.tasks._common import Script
+from bench.tasks._runner import run_agent
+from codeagent_jupyter.config import SandboxLimits
+from codeagent_jupyter.models.replay import ReplayModel
+from codeagent_jupyter.sandbox import Sandbox
 
 SCRIPTED = "hand-scripted turns (no model)"
 

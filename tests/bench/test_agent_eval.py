@@ -21,9 +21,7 @@ EVAL = [sys.executable, str(ROOT / "bench" / "agent_eval.py")]
 
 
 def _run(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*EVAL, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT
-    )
+    return subprocess.run([*EVAL, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
 def test_recorded_run_prints_the_table_and_keeps_the_notebooks(tmp_path: Path) -> None:
@@ -32,14 +30,22 @@ def test_recorded_run_prints_the_table_and_keeps_the_notebooks(tmp_path: Path) -
     result = _run("--model", "recorded", "--tasks", ",".join(names), "--out", str(out))
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].split()[:8] == ["task", "category", "mode", "passed", "steps", "tokens",
-                                   "wall", "s"]  # fmt: skip
+    assert lines[0].split()[:8] == [
+        "task",
+        "category",
+        "mode",
+        "passed",
+        "steps",
+        "tokens",
+        "wall",
+        "s",
+    ]
     at = lines[0].index
     rows = {line.split()[0]: line for line in lines[2:5]}
     assert set(rows) == set(names)
     assert all(row[at("passed") : at("steps")].strip() == "yes" for row in rows.values())
     recovered = {n: row[at("wall s") + 7 : at("reason")].strip() for n, row in rows.items()}
-    assert recovered == {"clean_prices": "1", "revenue_by_region": "2", "find_setting": "0"}
+    assert recovered == {"clean_prices": "1", "revenue_by_region": "1", "find_setting": "0"}
     assert "agent   : 3/3 solved = 100% (95% CI 44%-100%)" in result.stdout
     for name in names:
         nb = nbformat.read(out / f"{name}.agent.ipynb", as_version=4)
@@ -68,17 +74,32 @@ def _one_shot_and_agent(tasks: dict[str, tuple[list[str], str, str]]):
 
 
 def test_one_shot_baseline_beside_the_agent(tmp_path: Path) -> None:
-    top, find = load_tasks("top_products")[0], load_tasks("find_setting")[0]
+    clean, find = load_tasks("clean_prices")[0], load_tasks("find_setting")[0]
     script = {
-        # The one-shot script for top_products makes the classic slip (counts orders, not
-        # units) and gets no chance to see it; the one for find_setting is right.
-        top.prompt: (list(top.solved.cells), top.solved.answer, top.wrong.cells[0]),
+        # The same cells as one script: the first one fails on '$1,234.50' (the agent sees
+        # the traceback and fixes it; the one-shot script just stops). find_setting's works.
+        clean.prompt: (
+            list(clean.solved.cells),
+            clean.solved.answer,
+            "\n".join(clean.solved.cells),
+        ),
         find.prompt: (list(find.solved.cells), find.solved.answer, find.solved.cells[0]),
     }
     with ScriptedModelServer(_one_shot_and_agent(script)) as server:
-        result = _run("--base-url", server.url, "--model", "scripted", "--tasks",
-                      "top_products,find_setting", "--baseline", "one-shot", "--parallel", "2",
-                      "--out", str(tmp_path))  # fmt: skip
+        result = _run(
+            "--base-url",
+            server.url,
+            "--model",
+            "scripted",
+            "--tasks",
+            "clean_prices,find_setting",
+            "--baseline",
+            "one-shot",
+            "--parallel",
+            "2",
+            "--out",
+            str(tmp_path),
+        )
         requests = list(server.requests)
     assert result.returncode == 0, result.stderr
     assert "agent   : 2/2 solved" in result.stdout
@@ -90,24 +111,34 @@ def test_one_shot_baseline_beside_the_agent(tmp_path: Path) -> None:
     code = next(c for c in nb.cells if c.cell_type == "code")
     assert "services/billing/conf/prod.ini" in code.outputs[0]["text"]  # it really ran
     runs = json.loads((tmp_path / "results.json").read_text())["runs"]
-    failed = next(r for r in runs if r["task"] == "top_products" and r["mode"] == "one-shot")
-    assert not failed["passed"] and "expected" in failed["reason"]
+    failed = next(r for r in runs if r["task"] == "clean_prices" and r["mode"] == "one-shot")
+    assert not failed["passed"] and failed["reason"].startswith("script error; clean.csv was not")
+    agent = next(r for r in runs if r["task"] == "clean_prices" and r["mode"] == "agent")
+    assert agent["passed"] and agent["recovered"] == 1
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--parallel", "0"],
-         "argument --parallel: must be a positive whole number"),
+        (
+            ["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--parallel", "0"],
+            "argument --parallel: must be a positive whole number",
+        ),
         (["--model", "recorded", "--baseline", "one-shot"], "needs a live model"),
         (["--model", "recorded", "--tasks", "no_such_task"], "no task matches 'no_such_task'"),
         (["--model", "m"], "--base-url is required"),
         (["--model", "m", "--base-url", "x", "--baseline", "twice"], "invalid choice: 'twice'"),
     ],
-)  # fmt: skip
+)
 def test_bad_arguments_are_one_line_and_exit_2(args: list[str], message: str) -> None:
-    result = subprocess.run([*EVAL, *args], capture_output=True, text=True, timeout=60, cwd=ROOT,
-                            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)})  # fmt: skip
+    result = subprocess.run(
+        [*EVAL, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
     assert result.returncode == 2
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr

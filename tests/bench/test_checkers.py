@@ -20,8 +20,19 @@ TASKS = [t.name for t in all_tasks()]
 
 
 def _replay(out: Path, variant: str) -> dict[str, dict]:
-    code = main(["--model", "recorded", "--recording", variant, "--shared-kernel",
-                 "--parallel", "2", "--out", str(out)])  # fmt: skip
+    code = main(
+        [
+            "--model",
+            "recorded",
+            "--recording",
+            variant,
+            "--shared-kernel",
+            "--parallel",
+            "2",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     runs = json.loads((out / "results.json").read_text())["runs"]
     return {r["task"]: r for r in runs}
@@ -65,5 +76,5 @@ def test_checker_rejects_the_wrong_session(wrong: dict[str, dict], name: str) ->
 def test_self_correction_is_counted(solved: dict[str, dict]) -> None:
     """The solving sessions of trap tasks hit an error first and get past it."""
     assert solved["clean_prices"]["recovered"] == 1
-    assert solved["fix_report"]["recovered"] == 1
+    assert solved["weekly_dayfirst"]["recovered"] == 1
     assert solved["bar_chart"]["recovered"] == 0
