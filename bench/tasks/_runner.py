@@ -162,7 +162,9 @@ async def run_one_shot(
             new_code_cell(code, outputs=result.outputs, execution_count=result.execution_count),
             new_markdown_cell(f"**Check:** {'passed' if passed else 'failed'}: {reason}"),
         ],
-        metadata={"codeagent": {"mode": "one-shot", "model": model.name, "tokens": tokens}},
+        metadata={
+            "codeagent_baseline": {"mode": "one-shot", "model": model.name, "tokens": tokens}
+        },
     )
     nbformat.write(nb, str(notebook))
     return Outcome(
