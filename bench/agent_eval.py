@@ -25,7 +25,7 @@ import os
 import shutil
 import statistics
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="with --model recorded: which recordings to replay",
     )
     p.add_argument("--max-output-tokens", type=_positive, default=2048)
+    p.add_argument("--max-steps", type=_positive, help="cap every task's step budget at this")
     p.add_argument("--cell-timeout", type=_positive, default=120, help="seconds per cell")
     p.add_argument(
         "--shared-kernel",
@@ -238,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     if not tasks:
         print(f"agent_eval: error: no task matches {args.tasks!r}", file=sys.stderr)
         return 2
+    if args.max_steps:
+        tasks = [replace(t, max_steps=min(t.max_steps, args.max_steps)) for t in tasks]
     modes = ["agent", *(["one-shot"] if args.baseline else [])]
     jobs = [(t, m) for m in modes for t in tasks]
     try:

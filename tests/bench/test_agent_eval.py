@@ -56,6 +56,17 @@ def test_recorded_run_prints_the_table_and_keeps_the_notebooks(tmp_path: Path) -
     assert saved["summary"]["agent"]["solved"] == 3
 
 
+def test_a_step_budget_stops_the_run_and_fails_the_task(tmp_path: Path) -> None:
+    result = _run(
+        "--model", "recorded", "--tasks", "clean_prices", "--max-steps", "1", "--out", str(tmp_path)
+    )
+    assert result.returncode == 0, result.stderr
+    run = json.loads((tmp_path / "results.json").read_text())["runs"][0]
+    assert run["status"] == "max_steps" and not run["passed"]
+    assert run["reason"].startswith("max_steps: step budget of 1 model calls used up;")
+    assert "agent   : 0/1 solved = 0% (95% CI 0%-79%); no task solved" in result.stdout
+
+
 def _one_shot_and_agent(tasks: dict[str, tuple[list[str], str, str]]):
     """A stateless scripted model: agent requests get the task's cells then its answer;
     one-shot requests (no tools, the baseline's system prompt) get one script."""
@@ -125,6 +136,7 @@ def test_one_shot_baseline_beside_the_agent(tmp_path: Path) -> None:
             "argument --parallel: must be a positive whole number",
         ),
         (["--model", "recorded", "--baseline", "one-shot"], "needs a live model"),
+        (["--model", "recorded", "--max-steps", "-1"], "--max-steps: must be a positive"),
         (["--model", "recorded", "--tasks", "no_such_task"], "no task matches 'no_such_task'"),
         (["--model", "m"], "--base-url is required"),
         (["--model", "m", "--base-url", "x", "--baseline", "twice"], "invalid choice: 'twice'"),
