@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import importlib
 import pkgutil
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ CATEGORIES = (
     "multi-step",
 )
 RECORDINGS = Path(__file__).with_name("recordings")
+_MODULE = re.compile(r"t\d\d_\w+")
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ def _task(module: Any, name: str) -> Task:
 
 def all_tasks() -> list[Task]:
     """Every task, in file order."""
-    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name.startswith("t"))
+    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if _MODULE.fullmatch(m.name))
     return [_task(importlib.import_module(f"{__name__}.{n}"), n.split("_", 1)[1]) for n in names]
 
 
