@@ -5,7 +5,7 @@
 Starts the scripted model (stand-in for the model; each session gets ``--steps`` run_cell
 calls, then an answer) and a real ``jupyter server`` with the extension as a subprocess, runs
 the sessions at once through REST + WebSocket, then runs the same sessions in-process the way
-the CLI does (``AgentLoop`` + ``NotebookRecorder``, no server) for comparison. Reports:
+the CLI does (``build_agent`` + ``NotebookRecorder``, no server) for comparison. Reports:
 
 - completion (every run answered, every session notebook holds all its cells and outputs);
 - delivery latency: an event's creation in the loop → its arrival at the WebSocket client;
@@ -256,12 +256,11 @@ def check_notebooks(folder: Path, results: list[dict[str, Any]], steps: int) -> 
 
 
 async def run_cli(args: argparse.Namespace, model_url: str, work: Path) -> dict[str, Any]:
+    from codeagent_jupyter.agent import build_agent
     from codeagent_jupyter.config import AgentConfig
-    from codeagent_jupyter.loop import AgentLoop
     from codeagent_jupyter.models.openai_chat import OpenAIChatModel
     from codeagent_jupyter.recorder import NotebookRecorder
     from codeagent_jupyter.sandbox import Sandbox
-    from codeagent_jupyter.tools import ToolBox
 
     root = work / "cli-root"
     root.mkdir()
@@ -281,7 +280,7 @@ async def run_cli(args: argparse.Namespace, model_url: str, work: Path) -> dict[
     async def one(index: int, sandbox: Any) -> list[float]:
         times = Times()
         recorder = NotebookRecorder(root / f"cli-{index}.ipynb")
-        loop = AgentLoop(model, sandbox, ToolBox(sandbox, root), [recorder, times], AgentConfig())
+        loop = build_agent(model, sandbox, [recorder, times], AgentConfig(), workdir=root)
         await loop.run(f"session {index}")
         return [b - a for a, b in itertools.pairwise(times.finished)]
 

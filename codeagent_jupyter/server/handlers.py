@@ -18,6 +18,7 @@ from jupyter_server.base.websocket import WebSocketMixin
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
+from .. import events as ev
 from .errors import ApiError
 from .policy import Caller, groups_of
 
@@ -248,21 +249,21 @@ class EventsHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: 
 
     def open(self, session_id: str) -> None:  # type: ignore[override]
         super().open()
-        self.session.log.subscribe(self._send, self.since)
+        self.session.bus.subscribe(self._send, self.since, on_end=self._end, first=True)
         if self.session.closed:
-            self.close(1000, "session closed")  # a finished session: replayed, then closed
+            self._end()  # a finished session: replayed, then closed
 
-    def _send(self, data: dict[str, Any] | None) -> None:
-        """Write one event now (called from the session's event log)."""
-        if data is None:
-            self.close(1000, "session closed")
-            return
+    def _send(self, event: ev.Event) -> None:
+        """Write one event now (called from the session's event bus)."""
         try:
-            sent = self.write_message(json.dumps(data, default=str))
+            sent = self.write_message(json.dumps(event.to_dict(), default=str))
         except WebSocketClosedError:
-            self.session.log.unsubscribe(self._send)
+            self.session.bus.unsubscribe(self._send)
             return
         sent.add_done_callback(_consume)
+
+    def _end(self) -> None:
+        self.close(1000, "session closed")
 
     def on_message(self, message: str | bytes) -> None:
         """Clients only listen; anything they send is ignored."""
@@ -270,7 +271,7 @@ class EventsHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: 
     def on_close(self) -> None:
         session = getattr(self, "session", None)
         if session is not None:
-            session.log.unsubscribe(self._send)
+            session.bus.unsubscribe(self._send)
 
 
 def _consume(future: Any) -> None:
