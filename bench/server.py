@@ -102,13 +102,7 @@ class Server:
         config_dir = home / "config"
         config_dir.mkdir(parents=True, exist_ok=True)
         off = ["jupyterlab", "jupyter_lsp", "notebook_shim", "jupyter_server_terminals"]
-        extensions = {**dict.fromkeys(off, False), "codeagent_jupyter.server": True}
-        import codeagent_jupyter
-
-        if hasattr(codeagent_jupyter, "_jupyter_server_extension_points"):
-            extensions = {**dict.fromkeys(off, False), "codeagent_jupyter": True}
-        else:
-            extensions["codeagent_jupyter"] = False
+        extensions = {**dict.fromkeys(off, False), "codeagent_jupyter": True}
         config = {
             "ServerApp": {"jpserver_extensions": extensions},
             "CodeAgent": {

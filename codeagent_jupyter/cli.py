@@ -76,7 +76,12 @@ def _parser() -> argparse.ArgumentParser:
         default=4096,
         help="tokens one model reply may take (default: 4096)",
     )
-    run.add_argument("--max-steps", type=_positive_int, default=AgentConfig.max_steps)
+    run.add_argument(
+        "--max-steps",
+        type=_positive_int,
+        default=AgentConfig.max_steps,
+        help=AgentConfig.help("max_steps"),
+    )
     run.add_argument("--cell-timeout", type=_positive_float, default=SandboxLimits.cell_timeout)
     run.add_argument("--memory-mb", type=_positive_int, default=SandboxLimits.memory_mb)
     run.add_argument("--network", choices=("none", "host"), default="none")

@@ -18,7 +18,7 @@ from . import events as ev
 from .bus import EventBus
 from .config import AgentConfig
 from .errors import ModelError, ReplayError
-from .protocols import EventSink, Model, Sandbox
+from .protocols import EventSink, Model, SandboxPort
 from .runner import Approver, ToolRunner
 from .stopping import RunStopped, StopSignal
 from .turns import Totals, clean_message
@@ -41,7 +41,7 @@ class AgentLoop:
     def __init__(
         self,
         model: Model,
-        sandbox: Sandbox | None,
+        sandbox: SandboxPort | None,
         tools: Any,
         bus: EventBus | Sequence[EventSink],
         config: AgentConfig | None = None,

@@ -41,6 +41,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from . import events as ev
 from .atomic import remove_stale, write_atomic
 from .eventlog import NOT_LOGGED, encode, sent_arguments
+from .nbtext import NotebookText
 from .redact import scrub
 from .session_reader import SessionRecord, load_session, read_session
 from .timeline import command_source
@@ -119,9 +120,7 @@ class NotebookRecorder:
         self.on_saved = on_saved
         """Called with the path and the exact text after each save (e.g. to sign it)."""
         self._args: dict[str, Any] = {}
-        self._cell_json: dict[str, str] = {}
-        self._memo: dict[int, str] = {}  # JSON of event log entries, which are append-only
-        self._memo_done = 0
+        self._text = NotebookText()
         if self.path.exists():
             self.notebook = read_session(self.path)
             self._meta: dict[str, Any] = self.notebook.metadata["codeagent"]
@@ -184,26 +183,10 @@ class NotebookRecorder:
     def save(self) -> None:
         """Write the notebook atomically: temp file in the same directory, then rename.
 
-        Cells are validated when added and serialised once (cached by id), so a save costs
-        about the size of the session metadata, not of all outputs so far. No fsync: the
-        rename is atomic for a killed process, which is the failure this guards against.
+        Cells are validated when added and serialised once (``nbtext``), so a save costs
+        about the size of the session metadata, not of all outputs so far.
         """
-        cells = []
-        for cell in self.notebook.cells:
-            text = self._cell_json.get(cell.id)
-            if text is None:
-                text = json.dumps(cell, sort_keys=True, ensure_ascii=False)
-                self._cell_json[cell.id] = text
-            cells.append(text)
-        events = self._meta["events"]
-        for entry in events[self._memo_done :]:
-            self._memo[id(entry)] = json.dumps(entry, sort_keys=True, ensure_ascii=False)
-        self._memo_done = len(events)
-        meta = _pretty(self.notebook.metadata, 1, 3, self._memo)
-        text = (
-            '{\n "cells": [\n  ' + ",\n  ".join(cells) + "\n ],\n"
-            f' "metadata": {meta},\n "nbformat": 4,\n "nbformat_minor": 5\n}}\n'
-        )
+        text = self._text.text(self.notebook)
         write_atomic(self.path, text)
         if self.on_saved is not None:
             self.on_saved(self.path, text)
@@ -296,7 +279,7 @@ class NotebookRecorder:
         cell = self._find(e.tool_call_id)
         if cell is not None:
             cell.metadata["codeagent"]["accepted"] = e.accepted
-            self._cell_json.pop(cell.id, None)
+            self._text.changed(cell.id)
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -313,31 +296,11 @@ class NotebookRecorder:
         return cell
 
     def _find(self, ident: str) -> Any:
-        for cell in self.notebook.cells:
+        """The latest cell with this tool call id (ids may repeat across runs) or cell id."""
+        for cell in reversed(self.notebook.cells):
             if cell.id == ident or cell.metadata.get("codeagent", {}).get("tool_call_id") == ident:
                 return cell
         return None
-
-
-def _pretty(value: Any, level: int, depth: int, memo: dict[int, str]) -> str:
-    """JSON indented ``depth`` levels deep and compact below (the C encoder; fast, diffable).
-
-    ``memo`` maps ``id()`` of objects that never change once written (event log entries) to
-    their JSON, so each save serialises only what is new.
-    """
-    if depth == 0 or not isinstance(value, (dict, list)) or not value:
-        if id(value) in memo:
-            return memo[id(value)]
-        return json.dumps(value, sort_keys=True, ensure_ascii=False)
-    pad = "\n" + " " * (level + 1)
-    if isinstance(value, dict):
-        items = [
-            f"{json.dumps(k)}: {_pretty(value[k], level + 1, depth - 1, memo)}"
-            for k in sorted(value)
-        ]
-        return "{" + pad + ("," + pad).join(items) + "\n" + " " * level + "}"
-    items = [_pretty(v, level + 1, depth - 1, memo) for v in value]
-    return "[" + pad + ("," + pad).join(items) + "\n" + " " * level + "]"
 
 
 def _short(value: Any, limit: int = 60) -> str:

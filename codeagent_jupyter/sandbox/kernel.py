@@ -73,7 +73,7 @@ def describe_exit(returncode: int | None, limits: SandboxLimits) -> str:
 
 
 class Sandbox:
-    """A stateful sandbox kernel; see ``codeagent_jupyter.protocols.Sandbox``."""
+    """A stateful sandbox kernel; see ``codeagent_jupyter.protocols.SandboxPort``."""
 
     def __init__(
         self,

@@ -56,6 +56,7 @@ class SessionManager:
             pool_size=settings.pool_size,
             log=self.log,
             allow_unconfined=settings.allow_unconfined,
+            kernel_manager_class=settings.kernel_manager_class,
         )
         self.signer = SessionSigner(self.state_dir, self.log)
         self.models = ModelRegistry(settings, self.root_dir)
