@@ -17,7 +17,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
 
 def strip_ansi(text: str) -> str:
     """Remove terminal colour and cursor codes (tracebacks from IPython carry many)."""
-    return _ANSI.sub("", text)
+    return _ANSI.sub("", text) if "\x1b" in text else text
 
 
 def head_tail(text: str, limit: int) -> str:
