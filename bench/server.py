@@ -118,6 +118,7 @@ class Server:
             "HOME": str(home),
             "JUPYTER_CONFIG_DIR": str(config_dir),
             "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+            "JUPYTER_DATA_DIR": str(home / "data"),  # where the server keeps its sessions
         }
         self.base = f"http://127.0.0.1:{self.port}/codeagent/api"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -202,7 +203,7 @@ async def _drive(server: Server, root: Path, args: argparse.Namespace) -> dict[s
     kernels = tree.get(server.proc.pid, [])
     kernel_rss = [tree_rss(pid, tree) for pid in kernels]
     server_rss = rss_kib(server.proc.pid)
-    missing = check_notebooks(root / ".codeagent" / "sessions", results, args.steps)
+    missing = check_notebooks(server.home / "data" / "codeagent" / "sessions", results, args.steps)
     delivery, step_delivery, steps, answered = [], [], [], 0
     for result in results:
         finished = [(t, e) for t, e in result["events"] if e["type"] == "tool_call_finished"]
