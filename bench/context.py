@@ -24,12 +24,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from codeagent_jupyter import events as ev
+from codeagent_jupyter.agent import build_agent
 from codeagent_jupyter.config import AgentConfig, SandboxLimits
-from codeagent_jupyter.loop import AgentLoop
 from codeagent_jupyter.models.openai_chat import OpenAIChatModel
 from codeagent_jupyter.recorder import NotebookRecorder
 from codeagent_jupyter.sandbox import Sandbox
-from codeagent_jupyter.tools import ToolBox
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
 
 HEAVY = [
@@ -67,7 +66,7 @@ async def session(
             recorder = NotebookRecorder(workdir / "session.ipynb") if with_recorder else None
             if recorder is not None:
                 sinks.insert(0, recorder)
-            loop = AgentLoop(model, sandbox, ToolBox(sandbox, workdir), sinks, AgentConfig())
+            loop = build_agent(model, sandbox, sinks, AgentConfig())
             await loop.run("run the heavy cells")
         await model.aclose()
         return list(srv.requests), collect, recorder

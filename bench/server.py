@@ -5,7 +5,7 @@
 Starts the scripted model (stand-in for the model; each session gets ``--steps`` run_cell
 calls, then an answer) and a real ``jupyter server`` with the extension as a subprocess, runs
 the sessions at once through REST + WebSocket, then runs the same sessions in-process the way
-the CLI does (``AgentLoop`` + ``NotebookRecorder``, no server) for comparison. Reports:
+the CLI does (``build_agent`` + ``NotebookRecorder``, no server) for comparison. Reports:
 
 - completion (every run answered, every session notebook holds all its cells and outputs);
 - delivery latency: an event's creation in the loop → its arrival at the WebSocket client;
@@ -102,13 +102,7 @@ class Server:
         config_dir = home / "config"
         config_dir.mkdir(parents=True, exist_ok=True)
         off = ["jupyterlab", "jupyter_lsp", "notebook_shim", "jupyter_server_terminals"]
-        extensions = {**dict.fromkeys(off, False), "codeagent_jupyter.server": True}
-        import codeagent_jupyter
-
-        if hasattr(codeagent_jupyter, "_jupyter_server_extension_points"):
-            extensions = {**dict.fromkeys(off, False), "codeagent_jupyter": True}
-        else:
-            extensions["codeagent_jupyter"] = False
+        extensions = {**dict.fromkeys(off, False), "codeagent_jupyter": True}
         config = {
             "ServerApp": {"jpserver_extensions": extensions},
             "CodeAgent": {
@@ -124,6 +118,7 @@ class Server:
             "HOME": str(home),
             "JUPYTER_CONFIG_DIR": str(config_dir),
             "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+            "JUPYTER_DATA_DIR": str(home / "data"),  # where the server keeps its sessions
         }
         self.base = f"http://127.0.0.1:{self.port}/codeagent/api"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -208,7 +203,7 @@ async def _drive(server: Server, root: Path, args: argparse.Namespace) -> dict[s
     kernels = tree.get(server.proc.pid, [])
     kernel_rss = [tree_rss(pid, tree) for pid in kernels]
     server_rss = rss_kib(server.proc.pid)
-    missing = check_notebooks(root / ".codeagent" / "sessions", results, args.steps)
+    missing = check_notebooks(server.home / "data" / "codeagent" / "sessions", results, args.steps)
     delivery, step_delivery, steps, answered = [], [], [], 0
     for result in results:
         finished = [(t, e) for t, e in result["events"] if e["type"] == "tool_call_finished"]
@@ -256,12 +251,11 @@ def check_notebooks(folder: Path, results: list[dict[str, Any]], steps: int) -> 
 
 
 async def run_cli(args: argparse.Namespace, model_url: str, work: Path) -> dict[str, Any]:
+    from codeagent_jupyter.agent import build_agent
     from codeagent_jupyter.config import AgentConfig
-    from codeagent_jupyter.loop import AgentLoop
     from codeagent_jupyter.models.openai_chat import OpenAIChatModel
     from codeagent_jupyter.recorder import NotebookRecorder
     from codeagent_jupyter.sandbox import Sandbox
-    from codeagent_jupyter.tools import ToolBox
 
     root = work / "cli-root"
     root.mkdir()
@@ -281,7 +275,7 @@ async def run_cli(args: argparse.Namespace, model_url: str, work: Path) -> dict[
     async def one(index: int, sandbox: Any) -> list[float]:
         times = Times()
         recorder = NotebookRecorder(root / f"cli-{index}.ipynb")
-        loop = AgentLoop(model, sandbox, ToolBox(sandbox, root), [recorder, times], AgentConfig())
+        loop = build_agent(model, sandbox, [recorder, times], AgentConfig(), workdir=root)
         await loop.run(f"session {index}")
         return [b - a for a, b in itertools.pairwise(times.finished)]
 

@@ -76,7 +76,12 @@ def _parser() -> argparse.ArgumentParser:
         default=4096,
         help="tokens one model reply may take (default: 4096)",
     )
-    run.add_argument("--max-steps", type=_positive_int, default=AgentConfig.max_steps)
+    run.add_argument(
+        "--max-steps",
+        type=_positive_int,
+        default=AgentConfig.max_steps,
+        help=AgentConfig.help("max_steps"),
+    )
     run.add_argument("--cell-timeout", type=_positive_float, default=SandboxLimits.cell_timeout)
     run.add_argument("--memory-mb", type=_positive_int, default=SandboxLimits.memory_mb)
     run.add_argument("--network", choices=("none", "host"), default="none")
@@ -166,7 +171,7 @@ def _read_notebook(path: Path) -> Any:
         raise ConfigError(f"{str(path)!r} is not a readable notebook: {exc}") from None
 
 
-async def _drive(loop: AgentLoop, prompts: list[str], out: Path) -> ev.RunFinished:
+async def _drive(loop: AgentLoop, prompts: list[str]) -> ev.RunFinished:
     """Run the prompts in order; Ctrl-C or SIGTERM stops the run cleanly (still recorded)."""
     aio = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -195,10 +200,10 @@ def _report(finished: ev.RunFinished, out: Path) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from .agent import build_agent
     from .models.openai_chat import OpenAIChatModel, resolve_settings
     from .recorder import NotebookRecorder
     from .sandbox import Sandbox
-    from .tools import ToolBox
 
     model_name, base_url, api_key = resolve_settings(args.model, args.base_url)
     workdir = _workdir(args.workdir)
@@ -218,19 +223,19 @@ async def _run(args: argparse.Namespace) -> int:
         _announce(sandbox)
         recorder = NotebookRecorder(out, session_id=session_id)
         sinks: list[EventSink] = [recorder, ProgressPrinter()]
-        loop = AgentLoop(model, sandbox, ToolBox(sandbox, workdir), sinks, config, context=context)
+        loop = build_agent(model, sandbox, sinks, config, workdir=workdir, context=context)
         try:
-            finished = await _drive(loop, [args.prompt], out)
+            finished = await _drive(loop, [args.prompt])
         finally:
             await model.aclose()
     return _report(finished, out)
 
 
 async def _replay_recorded(args: argparse.Namespace) -> int:
+    from .agent import build_agent
     from .models.replay import ReplayModel
     from .recorder import NotebookRecorder, load_session
     from .sandbox import Sandbox
-    from .tools import ToolBox
 
     session = _load_session(load_session, args.session)
     if not any(session.turns):
@@ -249,8 +254,8 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
         _announce(sandbox)
         recorder = NotebookRecorder(out)
         sinks: list[EventSink] = [recorder, ProgressPrinter()]
-        loop = AgentLoop(model, sandbox, ToolBox(sandbox, workdir), sinks, AgentConfig())
-        finished = await _drive(loop, list(session.prompts), out)
+        loop = build_agent(model, sandbox, sinks, AgentConfig(), workdir=workdir)
+        finished = await _drive(loop, list(session.prompts))
     return _report(finished, out)
 
 

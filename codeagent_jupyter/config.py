@@ -95,26 +95,50 @@ How to work:
 """
 
 
+def _setting(default: Any, help: str) -> Any:
+    """A field of ``AgentConfig`` with its help text: the one description of the knob that
+    the server's traits (``c.CodeAgent.…``) and the CLI's flags show too."""
+    return field(default=default, metadata={"help": help})
+
+
 @dataclass(frozen=True)
 class AgentConfig:
-    """Budgets and behaviour of one agent run; every stop is reported with its reason."""
+    """Budgets and behaviour of one agent run; every stop is reported with its reason.
 
-    max_steps: int = 30
-    """Model calls per run before the run stops with reason 'max_steps'."""
-    max_wall_s: float = 1800.0
-    """Wall-clock seconds per run before it stops with reason 'max_wall_time'."""
-    max_tokens: int = 2_000_000
-    """Total tokens (prompt + completion, summed over requests) before stopping."""
-    max_malformed: int = 3
-    """Consecutive tool calls with bad arguments or unknown tools before stopping."""
-    result_chars: int = 8_000
-    """Characters of one tool result shown to the model (head + tail kept)."""
-    system_prompt: str = DEFAULT_SYSTEM_PROMPT
-    """System message; kept byte-identical across steps so prompt caching hits."""
-    approval: dict[str, str] = field(default_factory=dict)
-    """Tool name -> "auto" or "ask"; tools under "ask" wait for the user's approval."""
-    extra_context: dict[str, Any] = field(default_factory=dict)
-    """Free-form context recorded with the session (e.g. the notebook path)."""
+    Declared once: ``AgentConfig.help(name)`` is what the server's trait of the same name and
+    the CLI's flag say about it, and their defaults are these.
+    """
+
+    max_steps: int = _setting(30, "Model calls per run before the run stops (max_steps).")
+    max_wall_s: float = _setting(
+        1800.0, "Wall-clock seconds per run before it stops (max_wall_time)."
+    )
+    max_tokens: int = _setting(
+        2_000_000, "Total tokens (prompt + completion, summed over requests) before stopping."
+    )
+    max_malformed: int = _setting(
+        3, "Consecutive tool calls with bad arguments or unknown tools before stopping."
+    )
+    result_chars: int = _setting(
+        8_000,
+        "Characters of one tool result shown to the model (head + tail kept); the recording "
+        "keeps the real outputs.",
+    )
+    system_prompt: str = _setting(
+        DEFAULT_SYSTEM_PROMPT, "System message; kept byte-identical across steps for caching."
+    )
+    approval: dict[str, str] = field(
+        default_factory=dict,
+        metadata={"help": 'Tool name -> "auto" or "ask"; tools under "ask" wait for approval.'},
+    )
+    extra_context: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={"help": "Free-form context recorded with the session (e.g. the notebook path)."},
+    )
+
+    @classmethod
+    def help(cls, name: str) -> str:
+        return str(next(f for f in fields(cls) if f.name == name).metadata["help"])
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from .outcome import ToolOutcome
 
 FORMAT_VERSION = 1
 """Bumped when an event's fields change incompatibly."""
@@ -25,17 +28,6 @@ MODEL_ERROR = "model_error"
 CANCELLED = "cancelled"
 ERROR = "error"
 INTERRUPTED = "interrupted"  # set by the server for runs that a crash cut short
-RUN_STATUSES = (
-    ANSWERED,
-    MAX_STEPS,
-    MAX_WALL_TIME,
-    MAX_TOKENS,
-    MALFORMED,
-    MODEL_ERROR,
-    CANCELLED,
-    ERROR,
-    INTERRUPTED,
-)
 
 _REGISTRY: dict[str, type[Event]] = {}
 
@@ -170,7 +162,8 @@ class CellOutput(Event):
 
 @dataclass(frozen=True)
 class ToolCallFinished(Event):
-    """A tool call ended. ``result`` is what the model was shown (bounded).
+    """A tool call ended; built from its ``ToolOutcome``. ``result`` is what the model was
+    shown (bounded).
 
     For ``run_cell``/``run_command`` ``outputs`` holds the real nbformat outputs (bounded by
     the sandbox's ``output_bytes``), ``code`` the source that ran.
@@ -187,6 +180,18 @@ class ToolCallFinished(Event):
     execution_count: int | None = None
     duration_s: float = 0.0
     note: str = ""
+
+    @classmethod
+    def from_outcome(
+        cls, outcome: ToolOutcome, *, step: int, tool_call_id: str, name: str
+    ) -> ToolCallFinished:
+        """The event of a finished call: the outcome's fields, plus which call it was."""
+        shared = {f.name for f in fields(cls)} & set(vars(outcome))
+        data = {key: getattr(outcome, key) for key in shared}
+        data["result"] = outcome.text
+        data["outputs"] = list(outcome.outputs)
+        data["duration_s"] = round(outcome.duration_s, 3)
+        return cls(step=step, tool_call_id=tool_call_id, name=name, **data)
 
 
 @dataclass(frozen=True)
@@ -209,7 +214,7 @@ class UsageUpdated(Event):
 
 @dataclass(frozen=True)
 class RunFinished(Event):
-    """A run ended: ``status`` is one of RUN_STATUSES, ``reason`` a sentence for people.
+    """A run ended: ``status`` is one of the run statuses above, ``reason`` a sentence for people.
 
     ``usage`` holds the session's token totals, with ``"estimated": true`` when any of them
     was estimated rather than counted by the server.
@@ -226,11 +231,18 @@ class RunFinished(Event):
 
 @dataclass(frozen=True)
 class CellDecision(Event):
-    """The user accepted or rejected a cell (identified by its tool call id)."""
+    """The user accepted or rejected a cell.
+
+    ``cell_id`` (its name in the JSON form, a contract) holds the cell's tool call id.
+    """
 
     type: ClassVar[str] = "cell_decision"
     cell_id: str = ""
     accepted: bool = False
+
+    @property
+    def tool_call_id(self) -> str:
+        return self.cell_id
 
 
 def tokens_label(total: int, estimated: bool) -> str:

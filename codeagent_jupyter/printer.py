@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from . import events as ev
 from .textbounds import head_tail, strip_ansi
+from .timeline import CODE_TOOLS
 
 _MARK = {"done": "[x]", "in_progress": "[~]", "pending": "[ ]"}
 
@@ -23,9 +24,23 @@ class ProgressPrinter:
         self._streaming = False
 
     def emit(self, event: ev.Event) -> None:
-        handler = getattr(self, f"_on_{event.type}", None)
-        if handler is not None:
-            handler(event)
+        match event:
+            case ev.RunStarted():
+                self._run_started(event)
+            case ev.PlanUpdated():
+                self._plan_updated(event)
+            case ev.TextDelta():
+                self._text_delta(event)
+            case ev.AssistantMessage():
+                self._assistant_message(event)
+            case ev.ModelRetry():
+                self._model_retry(event)
+            case ev.ApprovalRequested():
+                self._write(f"   waiting for approval of {event.name}")
+            case ev.ToolCallFinished():
+                self._tool_call_finished(event)
+            case ev.RunFinished():
+                self._run_finished(event)
 
     def _write(self, text: str) -> None:
         if self._streaming:
@@ -34,22 +49,22 @@ class ProgressPrinter:
         self.stream.write(text + "\n")
         self.stream.flush()
 
-    def _on_run_started(self, e: ev.RunStarted) -> None:
+    def _run_started(self, e: ev.RunStarted) -> None:
         kind = "Follow-up" if e.run_index else "Request"
         self._write(f"== {kind}: {e.prompt}")
         if e.run_index == 0 and e.model:
             self._write(f"   model {e.model}" + (f" at {e.base_url}" if e.base_url else ""))
 
-    def _on_plan_updated(self, e: ev.PlanUpdated) -> None:
+    def _plan_updated(self, e: ev.PlanUpdated) -> None:
         lines = [f"   {_MARK.get(s.get('status', ''), '[?]')} {s.get('step', '')}" for s in e.steps]
         self._write("-- Plan\n" + "\n".join(lines))
 
-    def _on_text_delta(self, e: ev.TextDelta) -> None:
+    def _text_delta(self, e: ev.TextDelta) -> None:
         self.stream.write(e.text)
         self.stream.flush()
         self._streaming = True
 
-    def _on_assistant_message(self, e: ev.AssistantMessage) -> None:
+    def _assistant_message(self, e: ev.AssistantMessage) -> None:
         if self._streaming:
             self._write("")
             return
@@ -57,16 +72,13 @@ class ProgressPrinter:
         if content and e.message.get("tool_calls"):
             self._write(f"   {head_tail(content, 400)}")
 
-    def _on_model_retry(self, e: ev.ModelRetry) -> None:
+    def _model_retry(self, e: ev.ModelRetry) -> None:
         if e.attempt == 0:  # the adapter changed how it asks (e.g. stopped streaming): a note
             self._write(f"   note: {e.reason}")
             return
         self._write(f"   model request failed ({e.reason}); retry {e.attempt} in {e.wait_s:.1f} s")
 
-    def _on_approval_requested(self, e: ev.ApprovalRequested) -> None:
-        self._write(f"   waiting for approval of {e.name}")
-
-    def _on_tool_call_finished(self, e: ev.ToolCallFinished) -> None:
+    def _tool_call_finished(self, e: ev.ToolCallFinished) -> None:
         if e.name == "update_plan" and e.status == "ok":
             return  # the plan itself was just printed
         header = f"-- step {e.step}: {e.name}"
@@ -79,13 +91,13 @@ class ProgressPrinter:
             body.extend(f"   | {line}" for line in shown)
         status = "ok" if e.status == "ok" else e.status.upper()
         body.append(f"   => {status} ({e.duration_s:.2f} s)" + (f" {e.note}" if e.note else ""))
-        if e.name in ("run_cell", "run_command") or e.status != "ok":
+        if e.name in CODE_TOOLS or e.status != "ok":
             detail = _summary(e)
             if detail:
                 body.extend(f"      {line}" for line in detail.splitlines())
         self._write("\n".join([header, *body]))
 
-    def _on_run_finished(self, e: ev.RunFinished) -> None:
+    def _run_finished(self, e: ev.RunFinished) -> None:
         usage = e.usage or {}
         tokens = ev.tokens_label(int(usage.get("total_tokens", 0)), bool(usage.get("estimated")))
         self._write(f"== {e.status}: {e.reason} ({e.steps} steps, {e.duration_s:.1f} s, {tokens})")

@@ -77,8 +77,9 @@ OutputCallback = Callable[[dict[str, Any]], None]
 
 
 @runtime_checkable
-class Sandbox(Protocol):
-    """A stateful kernel that runs untrusted code under limits."""
+class SandboxPort(Protocol):
+    """A stateful kernel that runs untrusted code under limits (``sandbox.Sandbox`` is the
+    one this package ships; the port is named apart so the two are never confused)."""
 
     workdir: Path
     limits: SandboxLimits

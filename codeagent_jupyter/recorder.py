@@ -20,18 +20,16 @@ Every cell carries ``metadata.codeagent`` (kind, run, step, tool_call_id, tool, 
 duration_s, note, accepted). The notebook's ``metadata.codeagent`` holds the session: format
 version, model, base URL, limits and their enforcement, usage, timings, per-run status, the
 assistant turns (``transcript``, enough to replay without a model) and a compact event log
-from which ``events_from_notebook`` rebuilds the events (outputs and code are not stored twice:
-log entries point at their cell). Strings that look like credentials are scrubbed.
+from which ``eventlog.decode_notebook`` rebuilds the events (outputs and code are not stored
+twice: log entries point at their cell). Strings that look like credentials are scrubbed
+(``redact.py``).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import os
-import re
 import shlex
-import tempfile
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -41,44 +39,22 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from . import events as ev
-from .session_reader import (
-    SessionRecord,
-    call_arguments,
-    events_from_notebook,
-    load_session,
-    read_session,
-)
+from .atomic import remove_stale, write_atomic
+from .eventlog import NOT_LOGGED, encode, sent_arguments
+from .nbtext import NotebookText
+from .redact import scrub
+from .session_reader import SessionRecord, load_session, read_session
+from .timeline import command_source
 
-__all__ = [
-    "OUTPUT_CAP",
-    "NotebookRecorder",
-    "SessionRecord",
-    "events_from_notebook",
-    "load_session",
-    "scrub",
-]
+__all__ = ["OUTPUT_CAP", "NotebookRecorder", "SessionRecord", "load_session", "scrub"]
 
 OUTPUT_CAP = 2_000_000
 """Characters of outputs kept per cell: a safety net behind the sandbox's own bound."""
-REDACTED = "[redacted]"
-_SECRET_KEY = re.compile(r"key|token|secret|passw|authoriz|credential|cookie", re.I)
-_SECRET_VALUE = [  # (cheap substring that must be present, pattern, replacement)
-    ("sk-", re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"), REDACTED),
-    ("_", re.compile(r"\b(?:ghp|gho|ghs|hf)_[A-Za-z0-9_]{16,}"), REDACTED),
-    ("xox", re.compile(r"\bxox[abprs]-[A-Za-z0-9\-]{10,}"), REDACTED),
-    ("AKIA", re.compile(r"\bAKIA[0-9A-Z]{16}\b"), REDACTED),
-    ("earer", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=\-]{8,}"), "Bearer " + REDACTED),
-    ("@", re.compile(r"(?<=://)[^/\s:@]+:[^/\s@]+@"), REDACTED + "@"),
-    (
-        "=",
-        re.compile(r"(?i)([?&](?:api[_-]?key|key|token|access_token|secret)=)[^&\s#]+"),
-        r"\1***",
-    ),
-]
 _NO_SAVE = {"tool_call_started", "usage", "model_retry"}
-_NOT_LOGGED = {"text_delta", "cell_output"}
-_CODE_CELL_TOOLS = {"run_cell", "run_command", "write_file"}
 _NOT_RUN = {"refused", "denied"}
+_CELL_TOOLS = {"run_cell", "run_command", "write_file"}
+"""Tools recorded as code cells (``write_file`` as ``%%writefile``), so a re-run recreates
+the files and shell effects later cells depend on."""
 
 
 def _mid_step(event: ev.Event) -> bool:
@@ -88,34 +64,12 @@ def _mid_step(event: ev.Event) -> bool:
     return isinstance(event, ev.PlanUpdated)
 
 
-def scrub(value: Any, key: str = "") -> Any:
-    """Return ``value`` with credential-looking strings replaced (keys named like secrets too)."""
-    if key.startswith("image/"):
-        return value  # base64 pixels, never a credential
-    if isinstance(value, str):
-        if value and _SECRET_KEY.search(key):
-            return REDACTED
-        for marker, pattern, repl in _SECRET_VALUE:
-            if marker in value:
-                value = pattern.sub(repl, value)
-        return value
-    if isinstance(value, dict):
-        return {k: scrub(v, str(k)) for k, v in value.items()}
-    if isinstance(value, list):
-        return [scrub(v, key) for v in value]
-    return value
-
-
 def _source_for(name: str, code: str | None, args: dict[str, Any]) -> str | None:
     if name == "run_cell":
         return code if code is not None else args.get("code")
     if name == "run_command":
         command = code if code is not None else args.get("command")
-        if not isinstance(command, str):
-            return None
-        # IPython expands $name and {expr} in ``!`` lines; %%bash passes text through as is.
-        plain = not any(c in command for c in "\n${}")
-        return f"!{command.strip()}" if plain else f"%%bash\n{command}"
+        return command_source(command) if isinstance(command, str) else None
     path, content = args.get("path"), args.get("content")
     if isinstance(path, str) and isinstance(content, str) and "\n" not in path:
         return f"%%writefile {shlex.quote(path)}\n{content}"
@@ -166,9 +120,7 @@ class NotebookRecorder:
         self.on_saved = on_saved
         """Called with the path and the exact text after each save (e.g. to sign it)."""
         self._args: dict[str, Any] = {}
-        self._cell_json: dict[str, str] = {}
-        self._memo: dict[int, str] = {}  # JSON of event log entries, which are append-only
-        self._memo_done = 0
+        self._text = NotebookText()
         if self.path.exists():
             self.notebook = read_session(self.path)
             self._meta: dict[str, Any] = self.notebook.metadata["codeagent"]
@@ -192,9 +144,7 @@ class NotebookRecorder:
             self._meta = self.notebook.metadata["codeagent"]  # the node copies what it is given
         self.session_id: str = self._meta["session_id"]
         nbformat.validate(self.notebook)
-        if self.path.parent.is_dir():  # temp files of a writer that was killed mid-save
-            for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
-                stale.unlink(missing_ok=True)
+        remove_stale(self.path)
 
     # -- the sink ---------------------------------------------------------------------------
 
@@ -204,64 +154,46 @@ class NotebookRecorder:
         A killed process therefore loses at most the step in flight, and a step costs
         one write rather than one per event.
         """
-        if event.type in _NOT_LOGGED:
+        if event.type in NOT_LOGGED:
             return  # live display only: the finished tool call carries the outputs
-        handler = getattr(self, f"_on_{event.type}", None)
-        entry = scrub(event.to_dict())  # a scrubbed copy; handlers see the scrubbed data too
+        entry = scrub(event.to_dict())  # a scrubbed copy; the cells are made from it too
         event = ev.Event.from_dict(entry)
-        cell = handler(event) if handler else None
-        self._log(entry, cell)
+        cell = None
+        match event:
+            case ev.RunStarted():
+                cell = self._run_started(event)
+            case ev.PlanUpdated():
+                cell = self._plan_updated(event)
+            case ev.AssistantMessage():
+                cell = self._assistant_message(event)
+            case ev.ToolCallStarted():
+                self._args[event.tool_call_id] = event.arguments
+            case ev.ToolCallFinished():
+                cell = self._tool_call_finished(event)
+            case ev.UsageUpdated():
+                self._usage(event)
+            case ev.RunFinished():
+                cell = self._run_finished(event)
+            case ev.CellDecision():
+                self._cell_decision(event)
+        self._meta["events"].append(encode(entry, cell, self._meta["transcript"]))
         if event.type not in _NO_SAVE and not _mid_step(event):
             self.save()
-
-    def record_decision(self, cell_id: str, accepted: bool) -> None:
-        """Mark a cell (by cell id or tool_call_id) accepted or rejected, log it and save."""
-        cell = self._find(cell_id)
-        if cell is None:
-            raise ValueError(f"no cell with id or tool_call_id {cell_id!r} in this session")
-        seq = max((e.get("seq", 0) for e in self._meta["events"]), default=-1) + 1
-        self.emit(ev.CellDecision(seq=seq, cell_id=cell_id, accepted=accepted))
 
     def save(self) -> None:
         """Write the notebook atomically: temp file in the same directory, then rename.
 
-        Cells are validated when added and serialised once (cached by id), so a save costs
-        about the size of the session metadata, not of all outputs so far. No fsync: the
-        rename is atomic for a killed process, which is the failure this guards against.
+        Cells are validated when added and serialised once (``nbtext``), so a save costs
+        about the size of the session metadata, not of all outputs so far.
         """
-        cells = []
-        for cell in self.notebook.cells:
-            text = self._cell_json.get(cell.id)
-            if text is None:
-                text = json.dumps(cell, sort_keys=True, ensure_ascii=False)
-                self._cell_json[cell.id] = text
-            cells.append(text)
-        events = self._meta["events"]
-        for entry in events[self._memo_done :]:
-            self._memo[id(entry)] = json.dumps(entry, sort_keys=True, ensure_ascii=False)
-        self._memo_done = len(events)
-        meta = _pretty(self.notebook.metadata, 1, 3, self._memo)
-        text = (
-            '{\n "cells": [\n  ' + ",\n  ".join(cells) + "\n ],\n"
-            f' "metadata": {meta},\n "nbformat": 4,\n "nbformat_minor": 5\n}}\n'
-        )
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(
-            dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp"
-        )
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        text = self._text.text(self.notebook)
+        write_atomic(self.path, text)
         if self.on_saved is not None:
             self.on_saved(self.path, text)
 
-    # -- event handlers (return the cell they created, if any) ------------------------------
+    # -- one method per event (returns the cell it created, if any) ----------------------------
 
-    def _on_run_started(self, e: ev.RunStarted) -> Any:
+    def _run_started(self, e: ev.RunStarted) -> Any:
         for key in ("model", "base_url", "workdir", "limits", "enforcement", "config"):
             self._meta[key] = copy.deepcopy(getattr(e, key))
         self._meta.setdefault("timings", {"started": e.time})
@@ -271,7 +203,7 @@ class NotebookRecorder:
         self._meta["transcript"].append([])
         return self._add(new_markdown_cell(f"**Request:** {e.prompt}"), kind="prompt")
 
-    def _on_plan_updated(self, e: ev.PlanUpdated) -> Any:
+    def _plan_updated(self, e: ev.PlanUpdated) -> Any:
         lines = ["**Plan**", ""]
         for item in e.steps:
             status, step = item.get("status"), item.get("step", "")
@@ -282,7 +214,7 @@ class NotebookRecorder:
             )
         return self._add(new_markdown_cell("\n".join(lines)), kind="plan")
 
-    def _on_assistant_message(self, e: ev.AssistantMessage) -> Any:
+    def _assistant_message(self, e: ev.AssistantMessage) -> Any:
         self._turns().append(copy.deepcopy(e.message))
         text = e.message.get("content") or ""
         if isinstance(text, list):  # content parts
@@ -292,20 +224,17 @@ class NotebookRecorder:
         kind = "message" if e.message.get("tool_calls") else "answer"
         return self._add(new_markdown_cell(text), kind=kind, step=e.step)
 
-    def _on_tool_call_started(self, e: ev.ToolCallStarted) -> None:
-        self._args[e.tool_call_id] = e.arguments
-
-    def _on_tool_call_finished(self, e: ev.ToolCallFinished) -> Any:
+    def _tool_call_finished(self, e: ev.ToolCallFinished) -> Any:
         args = self._args.pop(e.tool_call_id, None)
         if args is None:  # refused or denied before it started: show what the model sent
-            args = _sent_arguments(self._turns(), e.tool_call_id)
+            args = sent_arguments(self._turns(), e.tool_call_id)
         raw = args if isinstance(args, str) else None
         args = args if isinstance(args, dict) else {}
         meta: dict[str, Any] = {"tool_call_id": e.tool_call_id, "tool": e.name, "status": e.status}
         meta |= {"duration_s": round(e.duration_s, 3), "note": e.note}
         source = None
         ran = e.status == "ok" or (e.name != "write_file" and e.status not in _NOT_RUN)
-        if e.name in _CODE_CELL_TOOLS and ran:
+        if e.name in _CELL_TOOLS and ran:
             source = _source_for(e.name, e.code, args)
         if e.name == "update_plan" and e.status == "ok":
             return None  # the plan_updated cell shows it
@@ -321,7 +250,7 @@ class NotebookRecorder:
         cell.outputs = _clean_outputs(e.outputs)
         return self._add(cell, kind="tool", step=e.step, **meta)
 
-    def _on_usage(self, e: ev.UsageUpdated) -> None:
+    def _usage(self, e: ev.UsageUpdated) -> None:
         usage = self._meta["usage"]
         usage["prompt_tokens"] += e.prompt_tokens
         usage["completion_tokens"] += e.completion_tokens
@@ -329,7 +258,7 @@ class NotebookRecorder:
         if e.estimated:
             usage["estimated"] = True
 
-    def _on_run_finished(self, e: ev.RunFinished) -> Any:
+    def _run_finished(self, e: ev.RunFinished) -> Any:
         run = self._meta["runs"][-1] if self._meta["runs"] else {}
         run |= {"status": e.status, "reason": e.reason, "finished": e.time}
         run |= {"duration_s": round(e.duration_s, 3), "steps": e.steps, "usage": dict(e.usage)}
@@ -346,11 +275,11 @@ class NotebookRecorder:
             new_markdown_cell(text), kind="answer" if e.status == ev.ANSWERED else "stop"
         )
 
-    def _on_cell_decision(self, e: ev.CellDecision) -> None:
-        cell = self._find(e.cell_id)
+    def _cell_decision(self, e: ev.CellDecision) -> None:
+        cell = self._find(e.tool_call_id)
         if cell is not None:
             cell.metadata["codeagent"]["accepted"] = e.accepted
-            self._cell_json.pop(cell.id, None)
+            self._text.changed(cell.id)
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -367,66 +296,11 @@ class NotebookRecorder:
         return cell
 
     def _find(self, ident: str) -> Any:
-        for cell in self.notebook.cells:
+        """The latest cell with this tool call id (ids may repeat across runs) or cell id."""
+        for cell in reversed(self.notebook.cells):
             if cell.id == ident or cell.metadata.get("codeagent", {}).get("tool_call_id") == ident:
                 return cell
         return None
-
-    def _log(self, entry: dict[str, Any], cell: Any) -> None:
-        """Append the event in compact form: fields already stored elsewhere become references."""
-        if cell is not None:
-            entry["cell"] = cell.id
-        if entry["type"] == "assistant_message":
-            entry.pop("message")
-            entry["turn"] = [len(self._meta["transcript"]) - 1, len(self._turns()) - 1]
-        elif (
-            entry["type"] == "tool_call_finished" and cell is not None and cell.cell_type == "code"
-        ):
-            entry.pop("outputs")
-            if entry.get("code") == cell.source:
-                entry.pop("code")
-                entry["code_ref"] = True
-        elif entry["type"] == "tool_call_started" and entry["arguments"] == call_arguments(
-            self._turns(), entry["tool_call_id"]
-        ):
-            entry.pop("arguments")
-            entry["arguments_ref"] = True
-        self._meta["events"].append(entry)
-
-
-def _pretty(value: Any, level: int, depth: int, memo: dict[int, str]) -> str:
-    """JSON indented ``depth`` levels deep and compact below (the C encoder; fast, diffable).
-
-    ``memo`` maps ``id()`` of objects that never change once written (event log entries) to
-    their JSON, so each save serialises only what is new.
-    """
-    if depth == 0 or not isinstance(value, (dict, list)) or not value:
-        if id(value) in memo:
-            return memo[id(value)]
-        return json.dumps(value, sort_keys=True, ensure_ascii=False)
-    pad = "\n" + " " * (level + 1)
-    if isinstance(value, dict):
-        items = [
-            f"{json.dumps(k)}: {_pretty(value[k], level + 1, depth - 1, memo)}"
-            for k in sorted(value)
-        ]
-        return "{" + pad + ("," + pad).join(items) + "\n" + " " * level + "}"
-    items = [_pretty(v, level + 1, depth - 1, memo) for v in value]
-    return "[" + pad + ("," + pad).join(items) + "\n" + " " * level + "]"
-
-
-def _sent_arguments(turns: list[dict[str, Any]], call_id: str) -> Any:
-    """The arguments of ``call_id`` as the model sent them: decoded when they are JSON (raw
-    newlines allowed, as the loop allows them), else the raw string; None if not found."""
-    for message in reversed(turns):
-        for call in message.get("tool_calls") or []:
-            if call.get("id") == call_id:
-                raw = (call.get("function") or {}).get("arguments")
-                try:
-                    return json.loads(raw, strict=False) if isinstance(raw, str) else raw
-                except ValueError:
-                    return raw
-    return None
 
 
 def _short(value: Any, limit: int = 60) -> str:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .protocols import Sandbox
+from .protocols import SandboxPort
 from .textbounds import strip_ansi
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
@@ -50,7 +50,7 @@ def normalise(outputs: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     return sorted(result)
 
 
-async def reexecute(notebook: Any, sandbox: Sandbox) -> list[CellCheck]:
+async def reexecute(notebook: Any, sandbox: SandboxPort) -> list[CellCheck]:
     """Run every code cell the agent ran, in order, and compare with the recording."""
     checks = []
     for index, cell in enumerate(notebook.get("cells", [])):

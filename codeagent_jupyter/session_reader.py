@@ -1,13 +1,14 @@
 """Reading a session notebook back: the session record, and its events rebuilt.
 
-The other half of ``recorder.py``: the server lists earlier sessions with it after a restart,
-and the CLI replays recorded model turns from it.
+The other half of ``recorder.py`` (the event log itself is decoded by ``eventlog.py``): the
+server lists earlier sessions with it after a restart, and the CLI replays recorded model
+turns from it.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,18 +16,7 @@ import nbformat
 
 from . import events as ev
 from .errors import ConfigError
-
-
-def call_arguments(turns: list[dict[str, Any]], call_id: str) -> Any:
-    """The decoded arguments of tool call ``call_id`` in the assistant turns (None if absent)."""
-    for message in reversed(turns):
-        for call in message.get("tool_calls") or []:
-            if call.get("id") == call_id:
-                try:
-                    return json.loads(call.get("function", {}).get("arguments", ""))
-                except (TypeError, ValueError):
-                    return None
-    return None
+from .eventlog import decode_notebook
 
 
 def read_session(path: Path) -> Any:
@@ -61,9 +51,6 @@ class SessionRecord:
     usage: dict[str, Any]
     model: str
     base_url: str
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    limits: dict[str, Any] = field(default_factory=dict)
-    enforcement: dict[str, Any] = field(default_factory=dict)
 
 
 def load_session(path: Path) -> SessionRecord:
@@ -75,47 +62,15 @@ def load_session(path: Path) -> SessionRecord:
         session_id=meta.get("session_id", ""),
         prompts=[r.get("prompt", "") for r in meta["runs"]],
         turns=_plain(meta["transcript"]),
-        events=events_from_notebook(nb),
+        events=decode_notebook(nb),
         status=meta.get("status"),
         reason=meta.get("reason", ""),
         usage=_plain(meta["usage"]),
         model=meta.get("model", ""),
         base_url=meta.get("base_url", ""),
-        runs=_plain(meta["runs"]),
-        limits=_plain(meta.get("limits", {})),
-        enforcement=_plain(meta.get("enforcement", {})),
     )
 
 
 def _plain(value: Any) -> Any:
     """NotebookNode -> plain dicts/lists (events and callers expect ordinary JSON data)."""
     return json.loads(json.dumps(value))
-
-
-def events_from_notebook(nb: Any) -> list[ev.Event]:
-    """Rebuild a session's events (no text deltas or live outputs) from its notebook."""
-    meta = nb.metadata.get("codeagent", {})
-    transcript = _plain(meta.get("transcript", []))
-    cells = {c.id: c for c in nb.cells}
-    out: list[ev.Event] = []
-    for raw in _plain(meta.get("events", [])):
-        cell = cells.get(raw.pop("cell", None))
-        if "turn" in raw:
-            run, index = raw.pop("turn")
-            raw["message"] = transcript[run][index]
-        if raw.pop("arguments_ref", False):
-            turns = [m for run in transcript for m in run]
-            raw["arguments"] = call_arguments(turns, raw.get("tool_call_id", ""))
-        if (
-            raw.get("type") == "tool_call_finished"
-            and cell is not None
-            and cell.cell_type == "code"
-        ):
-            raw["outputs"] = _plain(cell.outputs)
-            if raw.pop("code_ref", False):
-                raw["code"] = cell.source
-        try:
-            out.append(ev.Event.from_dict(raw))
-        except (ValueError, TypeError):
-            continue  # an event type from a newer writer
-    return out

@@ -1,4 +1,4 @@
-"""Plain helpers for one model turn: token totals, tool-call arguments, tool outcomes.
+"""Plain helpers for one model turn: token totals and the assistant message kept.
 
 Kept apart from the loop so that the loop reads as control flow only; everything here is
 a pure function of its input.
@@ -6,7 +6,6 @@ a pure function of its input.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,20 @@ class Totals:
     completion_tokens: int = 0
     estimated: bool = False
     """True once any request's usage was estimated (the server sent none)."""
+
+    def add(self, usage: Any) -> dict[str, Any]:
+        """Count one request's ``Usage``; returns the ``UsageUpdated`` fields for it."""
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        self.estimated = self.estimated or usage.estimated
+        return {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "estimated": usage.estimated,
+            "total_prompt_tokens": self.prompt_tokens,
+            "total_completion_tokens": self.completion_tokens,
+            "total_estimated": self.estimated,
+        }
 
     @property
     def total(self) -> int:
@@ -33,51 +46,6 @@ class Totals:
         if self.estimated:  # only when true: readers that predate it see the same dict
             data["estimated"] = True
         return data
-
-
-def parse_arguments(name: str, raw: Any) -> tuple[Any, Outcome | None]:
-    """Decode a tool call's arguments; on failure, the refusal the model is shown instead.
-
-    Raw newlines and tabs inside JSON strings are accepted (``strict=False``): local models
-    often write code that way, and the intent is unambiguous.
-    """
-    try:
-        arguments = json.loads(raw or "{}", strict=False) if isinstance(raw, str) else raw
-    except json.JSONDecodeError as exc:
-        return raw, Outcome.refused(
-            f"Error: the arguments for {name!r} are not valid JSON ({exc.msg} at position "
-            f"{exc.pos}). Call the tool again with a JSON object matching its schema."
-        )
-    if not isinstance(arguments, dict):
-        return raw, Outcome.refused(f"Error: arguments for {name!r} must be a JSON object")
-    return arguments, None
-
-
-@dataclass
-class Outcome:
-    """What a tool call came to: the status, the text the model sees, the tool's result."""
-
-    status: str
-    message: str = ""
-    result: Any = None
-
-    @classmethod
-    def refused(cls, message: str) -> Outcome:
-        return cls("refused", message)
-
-    @classmethod
-    def from_result(cls, result: Any) -> Outcome:
-        return cls(getattr(result, "status", "ok") or "ok", "", result)
-
-    @property
-    def text(self) -> str:
-        if self.result is None:
-            return self.message
-        body = self.result.text or "(no output)"
-        if self.status == "ok":
-            return body
-        note = f" {self.result.note}" if self.result.note else ""
-        return f"[cell status: {self.status}.{note}]\n{body}"
 
 
 def clean_message(message: dict[str, Any]) -> dict[str, Any]:

@@ -15,12 +15,11 @@ import json
 import tempfile
 from pathlib import Path
 
+from codeagent_jupyter.agent import build_agent
 from codeagent_jupyter.config import AgentConfig, SandboxLimits
-from codeagent_jupyter.loop import AgentLoop
 from codeagent_jupyter.models.replay import ReplayModel
 from codeagent_jupyter.recorder import NotebookRecorder
 from codeagent_jupyter.sandbox import Sandbox
-from codeagent_jupyter.tools import ToolBox
 
 PROMPT = "Make a small daily sales dataset for 2024, then plot the monthly revenue."
 
@@ -136,7 +135,7 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         async with Sandbox(workdir=Path(tmp), limits=SandboxLimits(cell_timeout=60)) as sandbox:
             recorder = NotebookRecorder(out, session_id="demo")
-            loop = AgentLoop(model, sandbox, ToolBox(sandbox, Path(tmp)), [recorder], AgentConfig())
+            loop = build_agent(model, sandbox, [recorder], AgentConfig())
             finished = await loop.run(PROMPT)
         # The scratch workspace's name is an accident of this machine: record it as ".".
         out.write_text(out.read_text().replace(json.dumps(str(Path(tmp)))[1:-1], "."))

@@ -17,6 +17,7 @@ from typing import Any
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from codeagent_jupyter import agent
 from codeagent_jupyter import events as ev
 from codeagent_jupyter.config import AgentConfig
 from codeagent_jupyter.context import build_context
@@ -24,7 +25,6 @@ from codeagent_jupyter.errors import CodeAgentError
 from codeagent_jupyter.loop import AgentLoop
 from codeagent_jupyter.protocols import EventSink, Model
 from codeagent_jupyter.recorder import NotebookRecorder
-from codeagent_jupyter.tools import ToolBox
 
 from . import Task
 
@@ -82,7 +82,7 @@ def build_agent(
     """The agent as ``codeagent run`` wires it, with the task's step and token budget."""
     config = AgentConfig(max_steps=task.max_steps, max_tokens=task.max_tokens)
     context = build_context(workdir, None)
-    return AgentLoop(model, sandbox, ToolBox(sandbox, workdir), sinks, config, context=context)
+    return agent.build_agent(model, sandbox, sinks, config, workdir=workdir, context=context)
 
 
 def _verdict(task: Task, workdir: Path, answer: str) -> tuple[bool, str]:

@@ -30,11 +30,6 @@ class ReplayModel:
     def __repr__(self) -> str:
         return f"ReplayModel({len(self._turns)} turns, served={self._next}, name={self.name!r})"
 
-    @property
-    def remaining(self) -> int:
-        """Recorded turns not served yet."""
-        return len(self._turns) - self._next
-
     async def complete(
         self,
         messages: list[dict[str, Any]],

@@ -73,7 +73,7 @@ def describe_exit(returncode: int | None, limits: SandboxLimits) -> str:
 
 
 class Sandbox:
-    """A stateful sandbox kernel; see ``codeagent_jupyter.protocols.Sandbox``."""
+    """A stateful sandbox kernel; see ``codeagent_jupyter.protocols.SandboxPort``."""
 
     def __init__(
         self,
@@ -253,12 +253,15 @@ class Sandbox:
         with contextlib.suppress(Exception):
             await self.interrupt()
 
-    async def run_command(self, command: str) -> ExecResult:
-        """Run a shell command inside the sandbox, under the same limits and timeout."""
+    async def run_command(
+        self, command: str, *, on_output: OutputCallback | None = None
+    ) -> ExecResult:
+        """Run a shell command inside the sandbox, under the same limits and timeout; its
+        output streams to ``on_output`` as it comes, like a cell's."""
         code = f"__import__({_SHELL_MOD!r}, fromlist=['run']).run({command!r})"
         expr = f"__import__({_SHELL_MOD!r}, fromlist=['run']).last_exit_code"
         async with self._lock:
-            result, exprs = await self._run(code, None, False, {"rc": expr})
+            result, exprs = await self._run(code, on_output, False, {"rc": expr})
         result.execution_count = None
         rc = exprs.get("rc", {}).get("data", {}).get("text/plain")
         if result.status == "ok" and rc not in (None, "0"):

@@ -1,22 +1,20 @@
 """Turn IOPub messages into bounded nbformat outputs and a short text for a model.
 
-Two budgets: the recording keeps up to ``output_bytes`` of real outputs (then a visible
-marker), and ``render_text`` gives a model a few KB (head + tail, ANSI stripped,
-images and HTML as placeholders) so one chatty cell cannot flood a context window.
+The recording keeps up to ``output_bytes`` of real outputs (then a visible marker). What a
+model is shown is rendered from these outputs by the tool (``textbounds.render_outputs``,
+bounded by ``AgentConfig.result_chars``); ``render_text`` is the short rendering that
+``ExecResult.text`` has always carried for direct users of the sandbox.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
-import struct
 from typing import Any
 
 from nbformat.v4 import output_from_msg
 
 from ..protocols import OutputCallback
-from ..textbounds import head_tail, strip_ansi
+from ..textbounds import head_tail, render_outputs
 
 TEXT_LIMIT = 4000
 TRACEBACK_LIMIT = 20_000
@@ -156,38 +154,6 @@ def _cap_lines(lines: list[str], limit: int) -> list[str]:
     return head.split("\n")
 
 
-def _png_size(b64: str) -> tuple[int, int] | None:
-    try:
-        head = base64.b64decode(b64[:44])
-    except (binascii.Error, ValueError):
-        return None
-    if head[:8] != b"\x89PNG\r\n\x1a\n" or len(head) < 24:
-        return None
-    return struct.unpack(">II", head[16:24])
-
-
-def _render_data(data: dict[str, Any]) -> str:
-    for mime in data:
-        if mime.startswith("image/"):
-            size = _png_size(data[mime]) if mime == "image/png" else None
-            return f"[{mime} {size[0]}x{size[1]}]" if size else f"[{mime} output]"
-    if "text/plain" in data:
-        return strip_ansi(str(data["text/plain"]))
-    mime = next(iter(data), "unknown")
-    return f"[{mime} output]"
-
-
 def render_text(outputs: list[dict[str, Any]], limit: int = TEXT_LIMIT) -> str:
-    """Plain text of ``outputs`` for a model, at most about ``limit`` characters."""
-    parts: list[str] = []
-    for out in outputs:
-        kind = out["output_type"]
-        if kind == "stream":
-            parts.append(strip_ansi(out["text"]))
-        elif kind == "error":
-            lines = out.get("traceback") or [f"{out['ename']}: {out['evalue']}"]
-            parts.append(strip_ansi("\n".join(lines)))
-        else:
-            parts.append(_render_data(out.get("data", {})))
-    text = "".join(p if p.endswith("\n") else p + "\n" for p in parts if p)
-    return head_tail(text.rstrip("\n"), limit)
+    """Plain text of ``outputs``, at most about ``limit`` characters (``ExecResult.text``)."""
+    return head_tail(render_outputs(outputs), limit)

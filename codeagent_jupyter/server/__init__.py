@@ -31,13 +31,6 @@ sessions), 503 (no model configured, or no sandbox could start).
 
 from __future__ import annotations
 
-from typing import Any
-
 from .app import CodeAgent, CodeAgentApp
 
-__all__ = ["CodeAgent", "CodeAgentApp", "_jupyter_server_extension_points"]
-
-
-def _jupyter_server_extension_points() -> list[dict[str, Any]]:
-    """How ``jupyter server`` finds the extension (re-exported by the top-level package)."""
-    return [{"module": "codeagent_jupyter.server", "app": CodeAgentApp}]
+__all__ = ["CodeAgent", "CodeAgentApp"]

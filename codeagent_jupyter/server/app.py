@@ -9,13 +9,14 @@ Settings live on the ``CodeAgent`` configurable so administrators write
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 from pathlib import Path
 from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Dict, Float, Int, List, Unicode, validate
+from traitlets import Bool, Dict, Float, Int, List, Type, Unicode, validate
 from traitlets.config import Configurable
 
 from ..config import AgentConfig, SandboxLimits
@@ -25,6 +26,15 @@ from .handlers import route_table
 from .manager import SessionManager
 
 APPROVAL_POLICIES = ("auto", "ask")
+AGENT_TRAITS = ("max_steps", "max_wall_s", "max_tokens", "result_chars", "approval")
+"""``AgentConfig`` fields an administrator sets as ``c.CodeAgent.<name>``."""
+
+
+def _agent_trait(name: str, more_help: str = "") -> Any:
+    """The trait of an ``AgentConfig`` field: its type, default and help come from there."""
+    default = getattr(AgentConfig(), name)
+    kind = {int: Int, float: Float, dict: Dict}[type(default)]
+    return kind(default, config=True, help=AgentConfig.help(name) + more_help)
 
 
 class CodeAgent(Configurable):
@@ -104,25 +114,30 @@ class CodeAgent(Configurable):
         "this machine). Model-written code can then read your files and processes; health, "
         "the panel and every session notebook say so.",
     )
+    kernel_manager_class = Type(
+        default_value="jupyter_client.manager.AsyncKernelManager",
+        klass="jupyter_client.manager.AsyncKernelManager",
+        config=True,
+        help="The jupyter_client kernel manager that starts each sandbox kernel (spec "
+        "codeagent-sandbox). Another class hosts sandboxes elsewhere without code changes, "
+        "e.g. a gateway's kernel manager for Kernel Gateway / Enterprise Gateway.",
+    )
     prices = Dict(
         config=True,
         help='Model name -> {"input": USD per million prompt tokens, "output": USD per million '
         "completion tokens}; with a price, the panel shows what a session cost.",
     )
-    approval = Dict(
-        config=True,
-        help='Tool approval policy: tool name -> "auto" or "ask". '
-        "Tools under ask wait for POST .../approvals/{tool_call_id}.",
-    )
+    approval = _agent_trait("approval", " They wait for POST .../approvals/{tool_call_id}.")
     max_sessions_per_user = Int(
         4,
         config=True,
         help="Open sessions (holding a sandbox) one user may have at once; more get 429.",
     )
     stream = Bool(False, config=True, help="Stream model text (text_delta events) as it arrives.")
-    max_steps = Int(30, config=True, help="Model calls per run.")
-    max_wall_s = Float(1800.0, config=True, help="Wall-clock seconds per run.")
-    max_tokens = Int(2_000_000, config=True, help="Tokens per run (prompt + completion).")
+    max_steps = _agent_trait("max_steps")
+    max_wall_s = _agent_trait("max_wall_s")
+    max_tokens = _agent_trait("max_tokens")
+    result_chars = _agent_trait("result_chars")
     model_timeout = Float(120.0, config=True, help="Seconds one model request may take.")
     model_max_retries = Int(4, config=True, help="Retries of a failed model request.")
     max_output_tokens = Int(4096, config=True, help="Tokens one model reply may take.")
@@ -141,7 +156,7 @@ class CodeAgent(Configurable):
         SandboxLimits.from_dict(proposal["value"])  # raises with a one-line message
         return proposal["value"]
 
-    @validate("max_prompt_chars", "max_steps")
+    @validate("max_prompt_chars", "max_steps", "result_chars")
     def _check_positive(self, proposal: dict[str, Any]) -> int:
         if proposal["value"] <= 0:
             raise ValueError(f"{proposal['trait'].name} must be a positive whole number")
@@ -158,12 +173,7 @@ class CodeAgent(Configurable):
         return SandboxLimits.from_dict(self.limits)
 
     def agent_config(self) -> AgentConfig:
-        return AgentConfig(
-            max_steps=self.max_steps,
-            max_wall_s=self.max_wall_s,
-            max_tokens=self.max_tokens,
-            approval=dict(self.approval),
-        )
+        return AgentConfig(**{name: copy.deepcopy(getattr(self, name)) for name in AGENT_TRAITS})
 
     def resolved_api_key(self) -> str | None:
         if self.api_key:

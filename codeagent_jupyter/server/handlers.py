@@ -8,7 +8,6 @@ JSON ``{"message": ..., "reason": ...}`` with the status the caller can act on.
 from __future__ import annotations
 
 import json
-from http.client import responses
 from typing import Any
 
 from jupyter_core.utils import ensure_async
@@ -18,39 +17,15 @@ from jupyter_server.base.websocket import WebSocketMixin
 from tornado import web
 from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
+from .. import events as ev
+from . import bodies
+from .bodies import check_body
 from .errors import ApiError
 from .policy import Caller, groups_of
 
 AUTH_RESOURCE = "codeagent"
 SERVER_OWNER = "server-owner"
 _ID = r"([^/]+)"
-
-
-def _check(body: Any, spec: dict[str, tuple[type | tuple[type, ...], bool]]) -> dict[str, Any]:
-    """Validate a JSON body against ``{field: (types, required)}``; 400 with a clear line."""
-    if body is None:
-        body = {}
-    if not isinstance(body, dict):
-        raise ApiError(400, "the request body must be a JSON object")
-    unknown = sorted(set(body) - set(spec))
-    if unknown:
-        raise ApiError(400, f"unknown field(s): {', '.join(unknown)}")
-    for name, (types, required) in spec.items():
-        if name not in body or body[name] is None:
-            if required:
-                raise ApiError(400, f"missing field: {name}")
-            body.pop(name, None)
-            continue
-        value = body[name]
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in _tuple(types)):
-            raise ApiError(400, f"field {name} has the wrong type")
-        if isinstance(value, str) and required and not value.strip():
-            raise ApiError(400, f"field {name} must not be empty")
-    return body
-
-
-def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
-    return types if isinstance(types, tuple) else (types,)
 
 
 def owner_of(handler: Any) -> str:
@@ -73,7 +48,8 @@ def caller_of(handler: Any) -> Caller:
 
 
 class BaseHandler(APIHandler):
-    """JSON in, JSON out; ``ApiError`` becomes its status and message."""
+    """JSON in, JSON out; an ``ApiError`` (a tornado ``HTTPError``) becomes its status and
+    ``{"message", "reason"}`` through ``APIHandler.write_error``."""
 
     auth_resource = AUTH_RESOURCE
 
@@ -93,31 +69,16 @@ class BaseHandler(APIHandler):
         """The caller's session (404 when it is someone else's, 403 for a read-only reader)."""
         return self.manager.get(session_id, self.caller, change=change)
 
-    def json_body(self, spec: dict[str, tuple[type | tuple[type, ...], bool]]) -> dict[str, Any]:
+    def json_body(self, schema: dict[str, Any]) -> dict[str, Any]:
         # A body far beyond any acceptable prompt (even fully \u-escaped) is not parsed.
         limit = 6 * self.manager.settings.max_prompt_chars + 65536
         if len(self.request.body or b"") > limit:
             raise ApiError(413, f"the request body is larger than {limit} bytes")
-        return _check(self.get_json_body(), spec)
+        return check_body(self.get_json_body(), schema)
 
     def reply(self, data: Any, status: int = 200) -> None:
         self.set_status(status)
         self.finish(json.dumps(data, default=str))
-
-    def write_error(self, status_code: int, **kwargs: Any) -> None:
-        exc = (kwargs.get("exc_info") or (None, None, None))[1]
-        if isinstance(exc, ApiError):
-            self.set_status(exc.status)
-            reply = {"message": exc.message, "reason": responses.get(exc.status, "")}
-            self.finish(json.dumps(reply))
-            return
-        super().write_error(status_code, **kwargs)
-
-    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
-        if isinstance(value, ApiError):
-            self.log.info("codeagent: %s %s -> %s", self.request.method, self.request.path, value)
-            return
-        super().log_exception(typ, value, tb)
 
 
 class HealthHandler(BaseHandler):
@@ -130,7 +91,7 @@ class HealthHandler(BaseHandler):
 class WarmHandler(BaseHandler):
     @authorized
     async def post(self) -> None:
-        body = self.json_body({"notebook_path": (str, False)})
+        body = self.json_body(bodies.WARM)
         self.reply(await self.manager.warm(self.owner, body.get("notebook_path")))
 
 
@@ -141,15 +102,7 @@ class SessionsHandler(BaseHandler):
 
     @authorized
     async def post(self) -> None:
-        body = self.json_body(
-            {
-                "prompt": (str, True),
-                "notebook_path": (str, False),
-                "model": (str, False),
-                "limits": (dict, False),
-                "max_steps": (int, False),
-            }
-        )
+        body = self.json_body(bodies.START)
         session = await self.manager.create(
             self.owner,
             body["prompt"],
@@ -177,7 +130,7 @@ class MessagesHandler(BaseHandler):
     @authorized
     async def post(self, session_id: str) -> None:
         self.session(session_id, change=True)  # 404 before 400 for an unknown session
-        body = self.json_body({"text": (str, True)})
+        body = self.json_body(bodies.MESSAGE)
         session = self.manager.follow_up(session_id, self.caller, body["text"])
         self.reply(session.summary(), status=202)
 
@@ -194,7 +147,7 @@ class ApprovalHandler(BaseHandler):
     @authorized
     async def post(self, session_id: str, tool_call_id: str) -> None:
         session = self.session(session_id, change=True)
-        body = self.json_body({"approve": (bool, True)})
+        body = self.json_body(bodies.APPROVAL)
         session.decide_approval(tool_call_id, body["approve"])
         self.reply({"tool_call_id": tool_call_id, "approved": body["approve"]})
 
@@ -233,11 +186,7 @@ class EventsHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: 
         )
         if not allowed:
             raise web.HTTPError(403)
-        try:
-            manager = self.settings["codeagent_manager"]
-            self.session = manager.get(session_id, caller_of(self))
-        except ApiError as e:
-            raise web.HTTPError(e.status) from None
+        self.session = self.settings["codeagent_manager"].get(session_id, caller_of(self))
         try:
             self.since = int(self.get_argument("since", "0"))
         except ValueError:
@@ -248,21 +197,21 @@ class EventsHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: 
 
     def open(self, session_id: str) -> None:  # type: ignore[override]
         super().open()
-        self.session.log.subscribe(self._send, self.since)
+        self.session.bus.subscribe(self._send, self.since, on_end=self._end, first=True)
         if self.session.closed:
-            self.close(1000, "session closed")  # a finished session: replayed, then closed
+            self._end()  # a finished session: replayed, then closed
 
-    def _send(self, data: dict[str, Any] | None) -> None:
-        """Write one event now (called from the session's event log)."""
-        if data is None:
-            self.close(1000, "session closed")
-            return
+    def _send(self, event: ev.Event) -> None:
+        """Write one event now (called from the session's event bus)."""
         try:
-            sent = self.write_message(json.dumps(data, default=str))
+            sent = self.write_message(json.dumps(event.to_dict(), default=str))
         except WebSocketClosedError:
-            self.session.log.unsubscribe(self._send)
+            self.session.bus.unsubscribe(self._send)
             return
         sent.add_done_callback(_consume)
+
+    def _end(self) -> None:
+        self.close(1000, "session closed")
 
     def on_message(self, message: str | bytes) -> None:
         """Clients only listen; anything they send is ignored."""
@@ -270,7 +219,7 @@ class EventsHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):  # type: 
     def on_close(self) -> None:
         session = getattr(self, "session", None)
         if session is not None:
-            session.log.unsubscribe(self._send)
+            session.bus.unsubscribe(self._send)
 
 
 def _consume(future: Any) -> None:

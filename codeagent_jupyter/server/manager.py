@@ -56,6 +56,7 @@ class SessionManager:
             pool_size=settings.pool_size,
             log=self.log,
             allow_unconfined=settings.allow_unconfined,
+            kernel_manager_class=settings.kernel_manager_class,
         )
         self.signer = SessionSigner(self.state_dir, self.log)
         self.models = ModelRegistry(settings, self.root_dir)
@@ -170,10 +171,9 @@ class SessionManager:
 
         ``max_steps`` may only lower the administrator's step budget (400 otherwise).
         """
+        from ..agent import build_agent
         from ..context import build_context
-        from ..loop import AgentLoop
         from ..recorder import NotebookRecorder
-        from ..tools import ToolBox
 
         if self._stopping:
             raise ApiError(503, "the server is shutting down")
@@ -215,12 +215,13 @@ class SessionManager:
                     k: float(price.get(k, 0)) for k in ("input", "output")
                 }
             recorder = NotebookRecorder(path, session_id=session_id, on_saved=self.signer.saved)
-            loop = AgentLoop(
+            session.bus.subscribe(recorder.emit)
+            loop = build_agent(
                 chosen,
                 sandbox,
-                ToolBox(sandbox, workdir, result_chars=config.result_chars),
-                [session.log, recorder],
+                session.bus,
                 config,
+                workdir=workdir,
                 approver=session.approve,
                 context=build_context(workdir, notebook),
             )

@@ -1,9 +1,11 @@
-"""One agent session held by the server: its loop, sandbox, recording and event stream.
+"""One agent session held by the server: its loop, sandbox, recording and event bus.
 
-A session outlives any one client: events are kept in memory in order, so a WebSocket that
-connects late (or reconnects with ``since``) is replayed everything it missed, then follows
-live. The session notebook on disk is the durable copy; after a restart a session is rebuilt
-from it, read-only.
+A session outlives any one client: its ``EventBus`` keeps every event in order, so a WebSocket
+that connects late (or reconnects with ``since``) is replayed everything it missed, then
+follows live. What the server answers about a session (status, which cells can be decided,
+which approvals were given) comes from the same fold of those events that the panel draws
+(``fold.reduce``). The session notebook on disk is the durable copy; after a restart a
+session is rebuilt from it, read-only.
 """
 
 from __future__ import annotations
@@ -12,69 +14,19 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .. import events as ev
+from ..bus import EventBus
+from ..fold import fold, reduce
+from ..timeline import RUNNING as RUN_UNDER_WAY
+from ..timeline import CellItem
 from .errors import ApiError
 
 log = logging.getLogger(__name__)
 
 STARTING, RUNNING, IDLE, CLOSED = "starting", "running", "idle", "closed"
-
-
-Subscriber = Callable[[dict[str, Any] | None], None]
-"""Receives each event (as its JSON dict) in order; ``None`` means the stream has ended."""
-
-
-class EventLog:
-    """Every event of a session as JSON dicts, pushed to live subscribers as it happens.
-
-    It is an ``EventSink`` called by the loop on the server's event loop. Subscribers are
-    called synchronously from ``emit`` (a WebSocket writes to its socket right away, not
-    after the other sinks or a scheduling hop), and ``subscribe`` replays the backlog and
-    registers in the same step, so a subscriber can neither miss an event nor see one twice.
-    """
-
-    def __init__(self, events: list[dict[str, Any]] | None = None) -> None:
-        self.events: list[dict[str, Any]] = list(events or [])
-        self._subscribers: list[Subscriber] = []
-
-    def emit(self, event: ev.Event) -> None:
-        self.append(event.to_dict())
-
-    def append(self, data: dict[str, Any]) -> None:
-        self.events.append(data)
-        for send in list(self._subscribers):
-            try:
-                send(data)
-            except Exception:
-                log.exception("event subscriber failed; dropping it")
-                self.unsubscribe(send)
-
-    @property
-    def next_seq(self) -> int:
-        return self.events[-1]["seq"] + 1 if self.events else 0
-
-    def since(self, seq: int) -> list[dict[str, Any]]:
-        return [e for e in self.events if e["seq"] >= seq]
-
-    def subscribe(self, send: Subscriber, since: int = 0) -> None:
-        for data in self.since(since):
-            send(data)
-        self._subscribers.append(send)
-
-    def unsubscribe(self, send: Subscriber) -> None:
-        with contextlib.suppress(ValueError):
-            self._subscribers.remove(send)
-
-    def close(self) -> None:
-        """Tell every subscriber that nothing more will come."""
-        subscribers, self._subscribers = self._subscribers, []
-        for send in subscribers:
-            with contextlib.suppress(Exception):
-                send(None)
 
 
 class AgentSession:
@@ -89,7 +41,7 @@ class AgentSession:
         notebook_path: str | None = None,
         model: str = "",
         created: float | None = None,
-        events: list[dict[str, Any]] | None = None,
+        events: list[ev.Event] | None = None,
         status: str | None = None,
     ) -> None:
         self.id = session_id
@@ -98,10 +50,12 @@ class AgentSession:
         self.notebook_path = notebook_path
         self.model = model
         self.created = created if created is not None else time.time()
-        self.log = EventLog(events)
+        self.bus = EventBus(history=events or [])
+        self.view = fold(self.bus.events)
+        """The session folded from its events (kept current by a subscription to the bus)."""
+        self.bus.subscribe(self._track)
         self._status = status  # used when the events cannot say (a run that crashed)
-        runs = [e for e in self.log.events if e["type"] == "run_started"]
-        self.prompt = runs[0].get("prompt", "") if runs else ""
+        self._asked = ""
         self.loop: Any = None
         self.sandbox: Any = None
         self.recorder: Any = None
@@ -111,6 +65,14 @@ class AgentSession:
         self._approvals: dict[str, asyncio.Future[bool]] = {}
 
     # -- state ----------------------------------------------------------------------------
+
+    def _track(self, event: ev.Event) -> None:
+        self.view = reduce(self.view, event)
+
+    @property
+    def prompt(self) -> str:
+        """The first request (known from ``start_run`` on, before its run has started)."""
+        return self.view.prompt or self._asked
 
     @property
     def state(self) -> str:
@@ -123,19 +85,16 @@ class AgentSession:
     @property
     def status(self) -> str | None:
         """The last run's ``RunFinished.status``; None while a run is under way."""
-        for event in reversed(self.log.events):
-            if event["type"] == "run_finished":
-                return str(event["status"])
-            if event["type"] == "run_started":
-                return None if self.running else self._status
-        return self._status
+        status = self.view.status
+        if status == RUN_UNDER_WAY:
+            return None if self.running else self._status
+        return self._status if status == "idle" else status
 
     @property
     def running(self) -> bool:
         return self.state == RUNNING
 
     def summary(self) -> dict[str, Any]:
-        events = self.log.events
         return {
             "id": self.id,
             "state": self.state,
@@ -145,13 +104,13 @@ class AgentSession:
             "prompt": self.prompt,
             "notebook_path": self.notebook_path,
             "created": self.created,
-            "events": len(events),
-            "next_seq": self.log.next_seq,
+            "events": len(self.bus.events),
+            "next_seq": self.bus.next_seq,
             "pending_approvals": sorted(self._approvals),
         }
 
     def detail(self) -> dict[str, Any]:
-        return {**self.summary(), "events": list(self.log.events)}
+        return {**self.summary(), "events": [e.to_dict() for e in self.bus.events]}
 
     # -- runs -----------------------------------------------------------------------------
 
@@ -167,7 +126,7 @@ class AgentSession:
         if self.loop is None:
             raise ApiError(409, f"session {self.id} is still starting")
         self.last_activity = time.monotonic()
-        self.prompt = self.prompt or prompt
+        self._asked = self._asked or prompt
         self.task = asyncio.ensure_future(self._run(prompt))
 
     async def _run(self, prompt: str) -> None:
@@ -201,44 +160,33 @@ class AgentSession:
     def decide_approval(self, tool_call_id: str, approved: bool) -> None:
         future = self._approvals.get(tool_call_id)
         if future is None or future.done():
-            decided = any(
-                e["type"] == "approval_decided" and e.get("tool_call_id") == tool_call_id
-                for e in self.log.events
-            )
-            if decided:
+            asked = self.view.approval(tool_call_id)
+            if asked is not None and asked.approved is not None:
                 raise ApiError(409, f"tool call {tool_call_id} was already decided")
             raise ApiError(404, f"no approval is waiting for tool call {tool_call_id}")
         future.set_result(approved)
 
     def decide_cell(self, cell_id: str, accepted: bool, recorder_factory: Any) -> dict[str, Any]:
-        """Record the user's accept/reject of a finished code cell in events and notebook."""
-        events = self.log.events
-        started = any(
-            e["type"] == "tool_call_started" and e.get("tool_call_id") == cell_id for e in events
-        )
-        finished = next(
-            (
-                e
-                for e in events
-                if e["type"] == "tool_call_finished" and e.get("tool_call_id") == cell_id
-            ),
-            None,
-        )
-        if finished is None:
-            if started:
-                raise ApiError(409, f"cell {cell_id} is still running")
+        """Record the user's accept/reject of a finished code cell in events and notebook.
+
+        Published on the session's bus like every event: numbered there, recorded by the
+        session's recorder (a closed session's notebook is reopened for it).
+        """
+        item = self.view.tool_call(cell_id)
+        if item is None:
             raise ApiError(404, f"session {self.id} has no cell {cell_id}")
-        if finished.get("code") is None:
+        if not isinstance(item, CellItem):
+            if not item.finished:
+                raise ApiError(409, f"cell {cell_id} is still running")
             raise ApiError(404, f"tool call {cell_id} did not produce a code cell")
-        if self.loop is not None and not self.closed:
-            # Through the loop: numbered in the session's sequence, seen by every sink.
-            event = self.loop.emit(ev.CellDecision, cell_id=cell_id, accepted=accepted)
-        else:
-            # Read-only session: continue its notebook with a recorder of our own.
-            event = ev.CellDecision(seq=self.log.next_seq, cell_id=cell_id, accepted=accepted)
-            self.recorder = self.recorder or recorder_factory(self)
-            self.recorder.emit(event)
-            self.log.emit(event)
+        if not item.finished or item.status == "cancelled":
+            raise ApiError(409, f"cell {cell_id} is still running")
+        if not item.ran:
+            raise ApiError(404, f"tool call {cell_id} did not produce a code cell")
+        if self.recorder is None:  # a read-only session: continue its notebook
+            self.recorder = recorder_factory(self)
+            self.bus.subscribe(self.recorder.emit)
+        event = self.bus.publish(ev.CellDecision, cell_id=cell_id, accepted=accepted)
         return event.to_dict()
 
     # -- end ------------------------------------------------------------------------------
@@ -261,4 +209,4 @@ class AgentSession:
             except Exception:
                 log.exception("session %s: sandbox shutdown failed", self.id)
             self.sandbox = None
-        self.log.close()
+        self.bus.close()

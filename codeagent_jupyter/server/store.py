@@ -75,19 +75,9 @@ def load_saved_sessions(
         if record.session_id != path.stem:  # a signed notebook copied under another id
             log.warning("codeagent: not loading session %s: it is %s", path.name, record.session_id)
             continue
-        events = [e.to_dict() for e in record.events]
-        status = record.status
-        if status == "running":
-            seq = events[-1]["seq"] + 1 if events else 0
-            finished = ev.RunFinished(seq=seq, status=ev.INTERRUPTED, reason=INTERRUPTED_REASON)
-            try:
-                signer.reopen(path).emit(finished)
-            except Exception as e:
-                log.warning("codeagent: cannot mark %s interrupted: %s", path.name, e)
-            events.append(finished.to_dict())
-            status = ev.INTERRUPTED
         meta = record.notebook.metadata.get("codeagent", {})
         extra = (meta.get("config") or {}).get("extra_context") or {}
+        cut_off = record.status == "running"
         session = AgentSession(
             path.stem,
             owner=str(extra.get("owner", "")),
@@ -95,9 +85,16 @@ def load_saved_sessions(
             notebook_path=extra.get("notebook_path"),
             model=record.model,
             created=(meta.get("timings") or {}).get("started"),
-            events=events,
-            status=status,
+            events=list(record.events),
+            status=ev.INTERRUPTED if cut_off else record.status,
         )
+        if cut_off:  # the run a crash cut short ends, in the events and in the notebook
+            try:
+                session.recorder = signer.reopen(path)
+                session.bus.subscribe(session.recorder.emit)
+            except Exception as e:
+                log.warning("codeagent: cannot mark %s interrupted: %s", path.name, e)
+            session.bus.publish(ev.RunFinished, status=ev.INTERRUPTED, reason=INTERRUPTED_REASON)
         session.closed = True
         sessions.append(session)
     return sessions

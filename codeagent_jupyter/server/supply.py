@@ -28,10 +28,15 @@ class SandboxSupply:
         pool_size: int,
         log: logging.Logger,
         allow_unconfined: bool = False,
+        kernel_manager_class: type | None = None,
     ) -> None:
         self.root_dir = root_dir
         self.allow_unconfined = allow_unconfined
         """Passed to every sandbox: start without pid/filesystem isolation (admin's choice)."""
+        self.options: dict[str, Any] = {"allow_unconfined": allow_unconfined}
+        """Every sandbox's options (the kernel manager class, when the admin chose one)."""
+        if kernel_manager_class is not None:
+            self.options["kernel_manager_class"] = kernel_manager_class
         self.limits = limits
         self.pool_size = pool_size
         self.log = log
@@ -55,7 +60,7 @@ class SandboxSupply:
                         size=self.pool_size,
                         workdir=self.root_dir,
                         limits=self.limits,
-                        allow_unconfined=self.allow_unconfined,
+                        **self.options,
                     )
                     await pool.start()
                 except Exception as e:
@@ -92,7 +97,7 @@ class SandboxSupply:
             pool = await self.ensure_pool()
             if pool is not None:
                 return await pool.acquire(workdir=workdir)
-        sandbox = Sandbox(workdir=workdir, limits=limits, allow_unconfined=self.allow_unconfined)
+        sandbox = Sandbox(workdir=workdir, limits=limits, **self.options)
         await sandbox.start()
         return sandbox
 

@@ -1,10 +1,9 @@
-"""Tool definitions and a small argument checker for the JSON schemas they use.
+"""Tool definitions, and their arguments checked against the JSON schemas with jsonschema.
 
 A tool is a handler plus an explicit JSON schema: the schema is what the model reads, so it
-is written by hand as a prompt, not derived. The checker covers exactly the subset of JSON
-Schema our tools use (object/string/integer/boolean/array, ``required``, ``enum``,
-``minimum``, no extra keys) so bad calls get a one-line message the model can act on,
-without a validation dependency.
+is written by hand as a prompt, not derived. Arguments are validated by ``jsonschema`` (a
+dependency of nbformat), and its first error is said in one line the model can act on
+(``read_file: 'start_line' must be >= 1, got 0``).
 """
 
 from __future__ import annotations
@@ -12,6 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
 
 from ..errors import ToolArgumentError
 
@@ -49,57 +51,55 @@ class Tool:
         }
 
 
-def _kind(value: Any) -> str:
-    return _TYPE_NAMES.get(type(value), type(value).__name__)
-
-
-def _is(value: Any, expected: str) -> bool:
-    if expected == "integer":
-        # JSON has one number type: accept 3.0 as 3, but never booleans.
-        return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and value.is_integer()
-        )
-    if expected == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    python = {"string": str, "boolean": bool, "array": list, "object": dict}[expected]
-    return isinstance(value, python)
-
-
-def check(value: Any, schema: dict[str, Any], where: str) -> Any:
+def check(value: Any, schema: dict[str, Any], name: str) -> Any:
     """Return ``value`` normalised (integral floats -> int) or raise ToolArgumentError."""
-    expected = schema.get("type")
-    if expected and not _is(value, expected):
-        raise ToolArgumentError(f"{where} must be {_article(expected)}, got {_kind(value)}")
-    if "enum" in schema and value not in schema["enum"]:
-        allowed = ", ".join(repr(v) for v in schema["enum"])
-        raise ToolArgumentError(f"{where} must be one of {allowed}, got {value!r}")
-    if expected == "integer":
-        value = int(value)
-    if "minimum" in schema and value < schema["minimum"]:
-        raise ToolArgumentError(f"{where} must be >= {schema['minimum']}, got {value}")
-    if expected == "string" and schema.get("minLength", 0) > len(value):
-        raise ToolArgumentError(f"{where} must not be empty")
-    if expected == "array":
-        if len(value) < schema.get("minItems", 0):
-            raise ToolArgumentError(f"{where} must have at least {schema['minItems']} item(s)")
-        items = schema.get("items", {})
-        return [check(item, items, f"{where}[{i}]") for i, item in enumerate(value)]
-    if expected == "object":
-        return _check_object(value, schema, where)
+    error = best_match(Draft202012Validator(schema).iter_errors(value))
+    if error is not None:
+        raise ToolArgumentError(_say(error, name))
+    return _normalise(value, schema)
+
+
+def _say(error: ValidationError, name: str) -> str:
+    """One line for the first thing wrong, naming where (``update_plan: 'steps'[0]``)."""
+    where = name
+    for part in error.absolute_path:
+        where += f"[{part}]" if isinstance(part, int) else f": {part!r}"
+    value, rule, limit = error.instance, error.validator, error.validator_value
+    if rule == "type":
+        return f"{where} must be {_article(str(limit))}, got {_kind(value)}"
+    if rule == "enum":
+        return f"{where} must be one of {', '.join(repr(v) for v in limit)}, got {value!r}"
+    if rule == "minimum":
+        return f"{where} must be >= {limit}, got {value}"
+    if rule == "minLength":
+        return f"{where} must not be empty"
+    if rule == "minItems":
+        return f"{where} must have at least {limit} item(s)"
+    if rule == "required":
+        missing = next(k for k in limit if k not in value)
+        return f"{where}: missing required argument {missing!r}"
+    if rule == "additionalProperties":
+        known = list(error.schema.get("properties", {}))
+        extra = sorted(k for k in value if k not in known)
+        return f"{where}: unknown argument {extra[0]!r} (expected: {', '.join(known) or 'none'})"
+    return f"{where}: {error.message}"
+
+
+def _normalise(value: Any, schema: dict[str, Any]) -> Any:
+    """JSON has one number type: an integer argument sent as 3.0 is passed on as 3."""
+    kind = schema.get("type")
+    if kind == "integer" and isinstance(value, float):
+        return int(value)
+    if kind == "array":
+        return [_normalise(item, schema.get("items", {})) for item in value]
+    if kind == "object":
+        props = schema.get("properties", {})
+        return {k: _normalise(v, props[k]) if k in props else v for k, v in value.items()}
     return value
 
 
-def _check_object(value: dict[str, Any], schema: dict[str, Any], where: str) -> dict[str, Any]:
-    props: dict[str, Any] = schema.get("properties", {})
-    missing = [k for k in schema.get("required", []) if k not in value]
-    if missing:
-        raise ToolArgumentError(f"{where}: missing required argument {missing[0]!r}")
-    if schema.get("additionalProperties") is False:
-        extra = sorted(k for k in value if k not in props)
-        if extra:
-            known = ", ".join(props) or "none"
-            raise ToolArgumentError(f"{where}: unknown argument {extra[0]!r} (expected: {known})")
-    return {k: check(v, props[k], f"{where}: {k!r}") if k in props else v for k, v in value.items()}
+def _kind(value: Any) -> str:
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
 
 
 def _article(kind: str) -> str:

@@ -9,50 +9,18 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..confined import ConfinementError, Workspace
 from ..errors import ConfigError, ToolArgumentError, ToolError
-from ..protocols import ExecResult, OutputCallback
-from ..textbounds import head_tail, strip_ansi
+from ..outcome import ToolOutcome
+from ..protocols import OutputCallback
+from ..textbounds import head_tail
 from . import files, kernel, plan
 from ._schema import Tool, check, obj
 
-
-@dataclass
-class ToolResult:
-    """What one tool call produced; ``text`` is what the model sees (bounded)."""
-
-    text: str
-    status: str = "ok"  # ok | error | timeout | died
-    code: str | None = None
-    outputs: list[dict[str, Any]] = field(default_factory=list)
-    execution_count: int | None = None
-    duration_s: float = 0.0
-    note: str = ""
-    plan: list[dict[str, str]] | None = None
-
-
 _PATH = {"type": "string", "description": "Path relative to the workspace root."}
-
-
-def _exec_result(res: ExecResult, code: str, limit: int) -> ToolResult:
-    text = strip_ansi(res.text).rstrip("\n")
-    if res.note:
-        text = f"{text}\n[{res.note}]" if text else f"[{res.note}]"
-    if not text:
-        text = "(no output)" if res.status == "ok" else f"(no output; status {res.status})"
-    return ToolResult(
-        text=head_tail(text, limit),
-        status=res.status,
-        code=code,
-        outputs=list(res.outputs),
-        execution_count=res.execution_count,
-        duration_s=res.duration_s,
-        note=res.note,
-    )
 
 
 class ToolBox:
@@ -89,7 +57,7 @@ class ToolBox:
 
     async def call(
         self, name: str, arguments: dict[str, Any], *, on_output: OutputCallback | None = None
-    ) -> ToolResult:
+    ) -> ToolOutcome:
         """Check ``arguments`` against the tool's schema and run it.
 
         Raises ToolArgumentError for unknown tools and arguments that do not fit the schema,
@@ -111,7 +79,7 @@ class ToolBox:
     file_timeout_s: float = files.TIMEOUT_S
     """Seconds a file tool may run before the model gets a timeout error instead."""
 
-    async def _in_thread(self, fn: Any, *args: Any) -> ToolResult:
+    async def _in_thread(self, fn: Any, *args: Any) -> ToolOutcome:
         """Run a file tool confined to the workspace, on the file tools' own bounded pool."""
         try:
             text = await files.run(fn, Workspace(self.root), *args, timeout=self.file_timeout_s)
@@ -124,15 +92,15 @@ class ToolBox:
             raise ToolError(str(e)) from None
         except OSError as e:  # permissions, disk full, name too long...
             raise ToolError(f"{fn.__name__} failed: {e.strerror or e}") from None
-        return ToolResult(text=head_tail(text, self.result_chars))
+        return ToolOutcome(text=head_tail(text, self.result_chars))
 
-    async def _run_cell(self, *, code: str, on_output: OutputCallback | None) -> ToolResult:
+    async def _run_cell(self, *, code: str, on_output: OutputCallback | None) -> ToolOutcome:
         res = await kernel.run_cell(self.sandbox, code, on_output)
-        return _exec_result(res, code, self.result_chars)
+        return ToolOutcome.of_execution(res, code, self.result_chars)
 
-    async def _run_command(self, *, command: str, on_output: OutputCallback | None) -> ToolResult:
+    async def _run_command(self, *, command: str, on_output: OutputCallback | None) -> ToolOutcome:
         res = await kernel.run_command(self.sandbox, command, on_output)
-        return _exec_result(res, command, self.result_chars)
+        return ToolOutcome.of_execution(res, command, self.result_chars)
 
     async def _read_file(
         self,
@@ -141,18 +109,18 @@ class ToolBox:
         start_line: int | None = None,
         end_line: int | None = None,
         on_output: Any = None,
-    ) -> ToolResult:
+    ) -> ToolOutcome:
         return await self._in_thread(files.read_file, path, start_line, end_line, self.result_chars)
 
-    async def _write_file(self, *, path: str, content: str, on_output: Any = None) -> ToolResult:
+    async def _write_file(self, *, path: str, content: str, on_output: Any = None) -> ToolOutcome:
         return await self._in_thread(files.write_file, path, content)
 
-    async def _list_files(self, *, path: str = ".", on_output: Any = None) -> ToolResult:
+    async def _list_files(self, *, path: str = ".", on_output: Any = None) -> ToolOutcome:
         return await self._in_thread(files.list_files, path, self.result_chars, self.file_timeout_s)
 
     async def _search_files(
         self, *, pattern: str, path: str = ".", on_output: Any = None
-    ) -> ToolResult:
+    ) -> ToolOutcome:
         files.compile_pattern(pattern)
         return await self._in_thread(
             files.search_files, pattern, path, self.result_chars, self.file_timeout_s
@@ -160,9 +128,9 @@ class ToolBox:
 
     async def _update_plan(
         self, *, steps: list[dict[str, Any]], on_output: Any = None
-    ) -> ToolResult:
+    ) -> ToolOutcome:
         steps_ = plan.normalise(steps)
-        return ToolResult(text=plan.summary(steps_), plan=steps_)
+        return ToolOutcome(text=plan.summary(steps_), plan=steps_)
 
 
 def _definitions() -> list[Tool]:

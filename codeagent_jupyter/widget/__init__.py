@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..fold import SessionState, fold, reduce
 from .client import AgentClient, ClientError, ServerInfo, ServerNotFound, find_server
 from .panel import AgentPanel
-from .state import PanelState, fold, reduce
 
 __all__ = [
     "AgentClient",
     "AgentPanel",
     "ClientError",
-    "PanelState",
     "ServerInfo",
     "ServerNotFound",
+    "SessionState",
     "find_server",
     "fold",
     "load_ipython_extension",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..timeline import CellItem
 from .bridge import BridgeError, NotebookBridge
-from .view import CellItem
 
 FALLBACK = (
     "The JupyterLab extension is not available here: run `%agent accept {which}` in a cell "

@@ -28,6 +28,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from tornado.websocket import WebSocketClosedError, websocket_connect
 
 from ..errors import CodeAgentError
+from ..events import Event
 
 NO_SERVER = (
     "codeagent: no Jupyter server with the codeagent extension found; start JupyterLab with "
@@ -242,8 +243,10 @@ class AgentClient:
 
     async def events(
         self, session_id: str, since: int = 0, *, retries: int = 5
-    ) -> AsyncIterator[dict[str, Any]]:
-        """Every event from ``since`` on, live; reconnects (with ``since``) if the socket drops.
+    ) -> AsyncIterator[Event]:
+        """Every event from ``since`` on, live, typed (``Event.from_dict``); reconnects (with
+        ``since``) if the socket drops. Event types this client does not know (a newer
+        server) are skipped.
 
         Ends when the server closes the stream because the session is closed.
         """
@@ -266,8 +269,12 @@ class AgentClient:
                     message = await conn.read_message()
                     if message is None:
                         break
-                    event = json.loads(message)
-                    since = int(event.get("seq", since)) + 1
+                    data = json.loads(message)
+                    since = int(data.get("seq", since)) + 1
+                    try:
+                        event = Event.from_dict(data)
+                    except (ValueError, TypeError):
+                        continue
                     yield event
             except WebSocketClosedError:
                 pass

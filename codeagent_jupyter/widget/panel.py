@@ -1,9 +1,10 @@
 """The agent panel: an ipywidgets view of one server session, plus its buttons.
 
-The panel holds no agent logic. It folds the session's events into a ``PanelState``
-(``state.reduce``), renders that state, and turns clicks into API calls (accept, cancel,
-approve, follow-up) whose effects come back as events. Accepted cells go into the live
-notebook through the labextension (``bridge``) or, without it, via ``%agent accept N``.
+The panel holds no agent logic. It folds the session's events into a ``SessionState``
+(``fold.reduce``, the same fold the server answers from), renders that state, and turns
+clicks into API calls (accept, cancel, approve, follow-up) whose effects come back as events.
+Accepted cells go into the live notebook through the labextension (``bridge``) or, without
+it, via ``%agent accept N``.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from typing import Any
 
 import ipywidgets as w
 
+from ..events import Event
+from ..fold import SessionState, reduce
 from . import render
 from .actions import Inserter
 from .client import AgentClient, CodeAgentError
-from .items import ItemView, make_view
-from .state import PanelState, reduce
+from .views import ItemView, make_view
 
 log = logging.getLogger(__name__)
 TICK_S = 1.0
@@ -45,7 +47,7 @@ class AgentPanel:
         self.max_steps = max_steps
         self.inserter = inserter
         self.session_id: str | None = None
-        self.state = PanelState()
+        self.state = SessionState()
         self._views: dict[str, ItemView] = {}
         self._warmed = False
         self._warming: asyncio.Future[None] | None = None
@@ -113,7 +115,7 @@ class AgentPanel:
 
     # -- events -> view -------------------------------------------------------------------
 
-    def apply(self, event: dict[str, Any]) -> None:
+    def apply(self, event: Event) -> None:
         """Fold one event into the state and update only what changed on screen."""
         was_running = self.state.running
         self.state = reduce(self.state, event)

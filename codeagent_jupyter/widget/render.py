@@ -16,8 +16,8 @@ from pygments.lexers import BashLexer, PythonLexer
 
 from ..sandbox.report import warning
 from ..textbounds import head_tail, strip_ansi
+from ..timeline import CellItem, SessionState
 from .sanitize import clean_html, data_img, svg_img
-from .view import CellItem, PanelState
 
 MAX_TEXT = 6_000  # characters of one text output shown in the panel (head + tail)
 RED = "#b3261e"
@@ -141,7 +141,7 @@ def plan_html(plan: tuple[dict[str, str], ...]) -> str:
     return f'<div class="codeagent-plan"><b>Plan</b>{ul}</div>'
 
 
-def status_html(state: PanelState, now: float, note: str = "") -> str:
+def status_html(state: SessionState, now: float, note: str = "") -> str:
     """ "running · step 3 · 12.4 s · 1,234 tokens (1,000 in / 234 out)".
 
     Counts the server did not send are estimated, and shown so: "~1,234 tokens (estimated:
@@ -169,7 +169,7 @@ def status_html(state: PanelState, now: float, note: str = "") -> str:
     return f'<div class="codeagent-status" style="font-size:12px">{" · ".join(parts)}{tail}</div>'
 
 
-def _tokens_html(state: PanelState) -> str:
+def _tokens_html(state: SessionState) -> str:
     split = f"{state.prompt_tokens:,} in / {state.completion_tokens:,} out"
     tokens = state.prompt_tokens + state.completion_tokens
     if state.tokens_estimated:
@@ -202,7 +202,7 @@ def markdown_html(text: str) -> str:
     return f'<div class="codeagent-text" style="font-size:13px">{body}</div>'
 
 
-def banner_html(state: PanelState) -> str:
+def banner_html(state: SessionState) -> str:
     """The red line at the top of the panel while the session's sandbox is unconfined.
 
     Empty until a run has started (before that nothing was reported, which is not the same

@@ -248,3 +248,38 @@ async def test_raw_newlines_in_arguments_are_accepted(scripted_model, sandbox, t
     finished = await loop.run("x")
     assert finished.status == ev.ANSWERED
     assert [e.result.strip() for e in sink.of(ev.ToolCallFinished)] == ["42"]
+
+
+async def test_result_chars_is_what_reaches_the_model(scripted_model, sandbox, tmp_path):
+    """``AgentConfig.result_chars`` bounds a cell's text, not the sandbox's own rendering."""
+    from codeagent_jupyter.agent import build_agent
+
+    scripted_model.set_script(
+        [
+            tool_calls(("run_cell", {"code": "print('x' * 12000, end='')"})),
+            tool_calls(("run_cell", {"code": "print('y' * 30000, end='')"})),
+            text("done"),
+        ]
+    )
+    model = OpenAIChatModel("scripted", scripted_model.url, "test-key", backoff=0.01)
+    loop = build_agent(model, sandbox, [], AgentConfig(result_chars=12000))
+    assert (await loop.run("print a lot")).status == ev.ANSWERED
+    assert tool_messages(scripted_model.requests[1])[-1]["content"] == "x" * 12000
+    bounded = tool_messages(scripted_model.requests[2])[-1]["content"]
+    assert 12000 <= len(bounded) <= 12100 and "characters elided" in bounded
+
+
+async def test_a_timeout_note_is_said_once(scripted_model, sandbox, tmp_path):
+    scripted_model.set_script(
+        [
+            tool_calls(("run_cell", {"code": "import time\nprint('before')\ntime.sleep(30)"})),
+            text("it timed out"),
+        ]
+    )
+    loop, sink, _ = make_loop(scripted_model, sandbox, tmp_path)
+    await loop.run("sleep")
+    content = tool_messages(scripted_model.requests[1])[-1]["content"]
+    assert content.startswith("[cell status: timeout. interrupted after 3 s")
+    assert content.count("interrupted") == 1 and "before" in content
+    (finished,) = sink.of(ev.ToolCallFinished)
+    assert finished.result == content and finished.status == "timeout"

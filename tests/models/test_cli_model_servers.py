@@ -10,9 +10,9 @@ from pathlib import Path
 
 import nbformat
 
-from codeagent_jupyter.session_reader import events_from_notebook
+from codeagent_jupyter.eventlog import decode_notebook
+from codeagent_jupyter.fold import fold
 from codeagent_jupyter.widget import render
-from codeagent_jupyter.widget.state import fold
 from tests.loop.test_cli import codeagent
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
 
@@ -89,7 +89,7 @@ def test_guessed_usage_is_marked_everywhere(tmp_path: Path) -> None:
     usage_events = [e for e in meta["events"] if e["type"] == "usage"]
     assert usage_events and all(e["estimated"] and e["total_estimated"] for e in usage_events)
     # the panel, fed the same events (as the server streams them), says so too
-    state = fold(e.to_dict() for e in events_from_notebook(nbformat.read(out, as_version=4)))
+    state = fold(decode_notebook(nbformat.read(out, as_version=4)))
     status = render.status_html(replace(state, price={"input": 1.0, "output": 2.0}), now=0.0)
     total = state.prompt_tokens + state.completion_tokens
     assert f"~{total:,} tokens (estimated: {state.prompt_tokens:,} in" in status
@@ -103,7 +103,7 @@ def test_counted_usage_is_not_marked(tmp_path: Path) -> None:
     assert "estimated" not in result.stderr and " ~" not in result.stderr
     usage = nbformat.read(out, as_version=4).metadata["codeagent"]["usage"]
     assert "estimated" not in usage
-    state = fold(e.to_dict() for e in events_from_notebook(nbformat.read(out, as_version=4)))
+    state = fold(decode_notebook(nbformat.read(out, as_version=4)))
     status = render.status_html(state, now=0.0)
     assert "~" not in status and "estimated" not in status and " tokens (" in status
     assert json.loads(json.dumps(usage))["prompt_tokens"] > 0

@@ -12,13 +12,10 @@ import nbformat
 import pytest
 
 from codeagent_jupyter import events as ev
+from codeagent_jupyter.bus import EventBus
 from codeagent_jupyter.errors import ConfigError
-from codeagent_jupyter.recorder import (
-    OUTPUT_CAP,
-    NotebookRecorder,
-    events_from_notebook,
-    load_session,
-)
+from codeagent_jupyter.eventlog import decode_notebook
+from codeagent_jupyter.recorder import OUTPUT_CAP, NotebookRecorder, load_session
 
 PNG = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJ"
@@ -212,7 +209,7 @@ def test_events_round_trip_through_the_notebook(tmp_path: Path):
     for event in events:
         rec.emit(event)
     expected = [e.to_dict() for e in events if e.type not in ("text_delta", "cell_output")]
-    rebuilt = [e.to_dict() for e in events_from_notebook(nbformat.read(path, as_version=4))]
+    rebuilt = [e.to_dict() for e in decode_notebook(nbformat.read(path, as_version=4))]
     assert rebuilt == expected
     session = load_session(path)
     assert [e.to_dict() for e in session.events] == expected
@@ -250,23 +247,26 @@ def test_follow_up_continues_the_same_notebook(tmp_path: Path):
 def test_decisions_are_recorded_on_cells(tmp_path: Path):
     path = tmp_path / "s.ipynb"
     rec = NotebookRecorder(path)
+    bus = EventBus([rec.emit])
     for event in first_run():
-        rec.emit(event)
+        bus.deliver(event)
     code_cells = [c for c in rec.notebook.cells if c.cell_type == "code"]
-    rec.record_decision("c2", True)  # by tool_call_id
-    rec.record_decision(code_cells[0].id, False)  # by cell id
-    rec.emit(ev.CellDecision(cell_id="c3", accepted=True))
-    with pytest.raises(ValueError, match="no cell with id or tool_call_id 'zz'"):
-        rec.record_decision("zz", True)
+    first = code_cells[0].metadata.codeagent["tool_call_id"]
+    bus.publish(ev.CellDecision, cell_id="c2", accepted=True)
+    bus.publish(ev.CellDecision, cell_id=first, accepted=False)
+    bus.publish(ev.CellDecision, cell_id="c3", accepted=True)
+    bus.publish(ev.CellDecision, cell_id="zz", accepted=True)  # no such cell: changes none
     nb = read_valid(path)
     accepted = [c.metadata.codeagent.get("accepted") for c in nb.cells if c.cell_type == "code"]
     assert accepted == [False, True, True, None]
     decisions = [e for e in load_session(path).events if e.type == "cell_decision"]
     assert [(d.cell_id, d.accepted) for d in decisions] == [
         ("c2", True),
-        (code_cells[0].id, False),
+        (first, False),
         ("c3", True),
+        ("zz", True),
     ]
+    assert [d.seq for d in decisions] == list(range(bus.next_seq - 4, bus.next_seq))
 
 
 def test_no_key_or_token_reaches_the_file(tmp_path: Path):

@@ -8,18 +8,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-import codeagent_jupyter
-
 SECRET = "sk-test-0123456789abcdefghijklmnop"
 """The configured API key: no response, event or notebook may ever contain it."""
 
-# The top-level package re-exports the extension point once wired; until then load the
-# subpackage directly. Never both: that would load the same app twice.
-EXTENSION = (
-    "codeagent_jupyter"
-    if hasattr(codeagent_jupyter, "_jupyter_server_extension_points")
-    else "codeagent_jupyter.server"
-)
+EXTENSION = "codeagent_jupyter"
+"""The extension point, as the package's jupyter-config file enables it."""
 
 
 class Api:

@@ -316,3 +316,24 @@ async def test_recorded_demo_needs_no_model(api: Api, jp_root_dir: Path) -> None
     cells = of_type(events, "tool_call_finished")
     assert [c["status"] for c in cells if c["name"] == "run_cell"] == ["ok", "error", "ok", "ok"]
     assert any("image/png" in o.get("data", {}) for c in cells for o in c["outputs"])
+
+
+async def test_run_command_output_streams_to_a_websocket_client(
+    api: Api, scripted_model: Any
+) -> None:
+    """A shell command's output reaches the client while the command still runs."""
+    command = "echo first; sleep 2; echo second"
+    scripted_model.set_script([tool_calls(("run_command", {"command": command})), text("ran")])
+    session = await api.start("run a command")
+    ws = await api.connect(session["id"])
+    seen = await api.read_until(
+        ws, lambda e: e["type"] in ("cell_output", "tool_call_finished"), timeout=30
+    )
+    live = seen[-1]
+    assert live["type"] == "cell_output", "the output came only with the finished call"
+    assert live["output"]["text"] == "first\n" and live["tool_call_id"]
+    rest = await api.read_until(ws, lambda e: e["type"] == "run_finished", timeout=30)
+    (finished,) = of_type(rest, "tool_call_finished")
+    streamed = [e["output"]["text"] for e in rest if e["type"] == "cell_output"]
+    assert "".join(["first\n", *streamed]) == "first\nsecond\n" == cell_text(finished)
+    ws.close()

@@ -37,7 +37,7 @@ async def test_run_cell_returns_traceback_state_and_outputs(sandbox):
     seen: list[dict] = []
     res = await tb.call("run_cell", {"code": "x = 41\nprint(x + 1)\n1/0"}, on_output=seen.append)
     assert res.status == "error"
-    assert res.text.startswith("42\n") and "ZeroDivisionError" in res.text
+    assert res.text.startswith("[cell status: error.]\n42\n") and "ZeroDivisionError" in res.text
     assert "\x1b[" not in res.text  # ANSI colours are stripped for the model
     assert res.code == "x = 41\nprint(x + 1)\n1/0"
     assert [o["output_type"] for o in res.outputs] == ["stream", "error"]

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from codeagent_jupyter.timeline import ApprovalItem, ToolItem
 from codeagent_jupyter.widget.actions import Inserter
 from codeagent_jupyter.widget.client import AgentClient
-from codeagent_jupyter.widget.items import ApprovalView, CellView
 from codeagent_jupyter.widget.panel import AgentPanel
-from codeagent_jupyter.widget.state import ApprovalItem, ToolItem
+from codeagent_jupyter.widget.views import ApprovalView, CellView
 from tests.scripted_model import text, tool_calls
 
 

@@ -12,18 +12,12 @@ from html.parser import HTMLParser
 
 import pytest
 
+from codeagent_jupyter import events as ev
+from codeagent_jupyter.fold import SessionState, fold, reduce
+from codeagent_jupyter.timeline import CellItem, FinishedItem, PromptItem, TextItem, ToolItem
 from codeagent_jupyter.widget import render
-from codeagent_jupyter.widget.items import FinishedView, PromptView, TextView, ToolView
 from codeagent_jupyter.widget.panel import AgentPanel
-from codeagent_jupyter.widget.state import (
-    CellItem,
-    FinishedItem,
-    PanelState,
-    PromptItem,
-    TextItem,
-    ToolItem,
-    reduce,
-)
+from codeagent_jupyter.widget.views import FinishedView, PromptView, TextView, ToolView
 
 DATAFRAME = (
     "<div><style scoped>.dataframe tbody tr th {vertical-align: top;}</style>"
@@ -222,20 +216,19 @@ def test_every_item_escapes_model_and_sandbox_text() -> None:
     for out in views:
         assert_inert(out)
         assert "<img" not in out, out
-    state = PanelState(status=evil, model=evil, retry=evil)
+    state = SessionState(status=evil, model=evil, retry=evil)
     assert_inert(render.status_html(state, now=0.0))
 
 
-def _started(enforcement: dict[str, str]) -> PanelState:
-    event = {"type": "run_started", "seq": 0, "prompt": "p", "enforcement": enforcement}
-    return reduce(PanelState(), event)
+def _started(enforcement: dict[str, str]) -> SessionState:
+    return reduce(SessionState(), ev.RunStarted(seq=0, prompt="p", enforcement=enforcement))
 
 
 CONFINED = {"filesystem": "bwrap", "pid": "bwrap", "network": "bwrap", "user": "uid 65534"}
 
 
 def test_unconfined_banner() -> None:
-    assert render.banner_html(PanelState()) == ""  # nothing reported yet is not "unconfined"
+    assert render.banner_html(SessionState()) == ""  # nothing reported yet is not "unconfined"
     assert render.banner_html(_started(CONFINED)) == ""
     banner = render.banner_html(_started({**CONFINED, "filesystem": "none", "pid": "none"}))
     assert 'class="codeagent-unconfined"' in banner and 'role="alert"' in banner
@@ -248,19 +241,17 @@ def test_the_panel_shows_the_banner_first() -> None:
     panel = AgentPanel(None)
     assert panel.widget.children[0] is panel.banner and panel.banner.value == ""
     unconfined = {**CONFINED, "filesystem": "none", "pid": "none"}
-    panel.apply({"type": "run_started", "seq": 0, "prompt": "p", "enforcement": unconfined})
+    panel.apply(ev.RunStarted(seq=0, prompt="p", enforcement=unconfined))
     assert "UNCONFINED" in panel.banner.value
-    panel.apply({"type": "run_started", "seq": 1, "prompt": "q", "enforcement": CONFINED})
+    panel.apply(ev.RunStarted(seq=1, prompt="q", enforcement=CONFINED))
     assert panel.banner.value == ""  # a follow-up in a confined sandbox clears it
     panel.close()
 
 
 def test_a_model_note_is_not_shown_as_a_failure() -> None:
     """Attempt 0 of ``model_retry`` is a note (streaming turned off), not a failed request."""
-    from codeagent_jupyter.widget.state import fold
-
     reason = "this server cannot stream tool calls; asking without streaming from now on"
-    note = fold([{"type": "model_retry", "seq": 0, "attempt": 0, "wait_s": 0, "reason": reason}])
+    note = fold([ev.ModelRetry(seq=0, attempt=0, wait_s=0, reason=reason)])
     assert note.retry == f"note: {reason}"
-    failed = fold([{"type": "model_retry", "seq": 0, "attempt": 2, "wait_s": 1.5, "reason": "503"}])
+    failed = fold([ev.ModelRetry(seq=0, attempt=2, wait_s=1.5, reason="503")])
     assert failed.retry == "model request failed (503); retry 2 in 1.5 s"

@@ -12,16 +12,11 @@ from typing import Any
 
 import pytest
 
+from codeagent_jupyter.events import Event
+from codeagent_jupyter.fold import SessionState, fold, reduce
+from codeagent_jupyter.timeline import FinishedItem, PromptItem, TextItem
 from codeagent_jupyter.widget import render
 from codeagent_jupyter.widget.client import AgentClient, ClientError
-from codeagent_jupyter.widget.state import (
-    FinishedItem,
-    PanelState,
-    PromptItem,
-    TextItem,
-    fold,
-    reduce,
-)
 from tests.scripted_model import text, tool_calls
 from tests.server.helpers import SECRET
 
@@ -47,7 +42,7 @@ async def collect(client: AgentClient, sid: str, since: int = 0, until: str = "r
     async def read() -> None:
         async for event in client.events(sid, since=since):
             events.append(event)
-            if event["type"] == until:
+            if event.type == until:
                 return
 
     await asyncio.wait_for(read(), 90)
@@ -78,8 +73,8 @@ async def _a_session_folds_into_the_panel_view(client: AgentClient, scripted_mod
     state = fold(events)
 
     assert [i.text for i in state.items if isinstance(i, PromptItem)] == ["plot monthly revenue"]
-    deltas = [e for e in events if e["type"] == "text_delta"]
-    assert deltas and "".join(d["text"] for d in deltas if d["step"] == 1) == "First the data."
+    deltas = [e for e in events if e.type == "text_delta"]
+    assert deltas and "".join(d.text for d in deltas if d.step == 1) == "First the data."
     said = [i.text for i in state.items if isinstance(i, TextItem) and not i.is_answer]
     assert said == ["First the data."]  # streamed, then confirmed: shown once
     assert [p["status"] for p in state.plan] == ["done", "done"]
@@ -107,7 +102,7 @@ async def _a_session_folds_into_the_panel_view(client: AgentClient, scripted_mod
     assert SECRET not in repr(events)
 
     # Pure: folding step by step equals folding at once; seen events change nothing.
-    stepwise = PanelState()
+    stepwise = SessionState()
     for event in events:
         before = stepwise
         stepwise = reduce(stepwise, event)
@@ -116,13 +111,13 @@ async def _a_session_folds_into_the_panel_view(client: AgentClient, scripted_mod
     assert stepwise == state
     # Re-attaching (replay from 0 over a new socket, or the REST detail) gives the same view.
     assert fold(await collect(client, sid)) == state
-    assert fold((await client.session(sid))["events"]) == state
+    assert fold(Event.from_dict(e) for e in (await client.session(sid))["events"]) == state
 
     # Accept / Reject are recorded by the server and come back as events.
     await client.decide(sid, table.tool_call_id, True)
     await client.decide(sid, failed.tool_call_id, False)
     later = await collect(client, sid, since=state.last_seq + 1, until="cell_decision")
-    later += await collect(client, sid, since=later[-1]["seq"] + 1, until="cell_decision")
+    later += await collect(client, sid, since=later[-1].seq + 1, until="cell_decision")
     decided = fold(later, state)
     assert [c.decision for c in decided.cells] == [True, False, None]
     assert "accepted" in render.cell_header(decided.cells[0])

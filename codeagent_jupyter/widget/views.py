@@ -10,8 +10,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from . import render
-from .view import (
+from ..timeline import (
     ApprovalItem,
     CellItem,
     FinishedItem,
@@ -20,6 +19,7 @@ from .view import (
     TextItem,
     ToolItem,
 )
+from . import render
 
 
 class ItemView:

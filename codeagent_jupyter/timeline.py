@@ -1,8 +1,9 @@
-"""The panel's view state: what is on screen, as frozen dataclasses.
+"""A session's state as a timeline of items, as frozen dataclasses.
 
-``state.reduce`` builds these from events; ``items``/``render`` draw them. Being frozen
-and compared by value, two states can be checked for equality (a replayed session must
-equal the live one).
+``fold.reduce`` builds it from the session's events; the server answers from it (status,
+cells that can be decided, approvals already given) and the panel draws it
+(``widget/views.py``, ``widget/render.py``). Being frozen and compared by value, two states
+can be checked for equality (a replayed session must equal the live one).
 """
 
 from __future__ import annotations
@@ -12,7 +13,18 @@ from typing import Any
 
 RUNNING = "running"
 CODE_TOOLS = ("run_cell", "run_command")
+"""Tools whose calls are code cells (the ones a user accepts into a notebook)."""
 HIDDEN_TOOLS = ("update_plan",)  # shown as the plan, not as a timeline entry
+
+
+def command_source(command: str) -> str:
+    """The notebook cell that re-runs a shell command: ``!command``, or ``%%bash`` when the
+    command spans lines or uses ``$``/braces (IPython would expand them in a ``!`` line).
+
+    The one rule for both the session notebook and the cells a user accepts.
+    """
+    plain = not any(c in command for c in "\n${}")
+    return f"!{command.strip()}" if plain else f"%%bash\n{command}"
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,8 @@ class CellItem:
     note: str = ""
     fixes: int | None = None
     decision: bool | None = None  # True accepted, False rejected, None undecided
+    ran: bool = False
+    """The code reached the sandbox (False while running, and for calls the tool refused)."""
 
     @property
     def finished(self) -> bool:
@@ -68,11 +82,7 @@ class CellItem:
     @property
     def notebook_source(self) -> str:
         """The source to put in the user's (Python) notebook."""
-        if self.tool != "run_command":
-            return self.code
-        if "\n" in self.code.strip():
-            return "%%bash\n" + self.code
-        return "!" + self.code.strip()
+        return self.code if self.tool != "run_command" else command_source(self.code)
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,10 @@ class ToolItem:
     arguments: Any
     status: str = RUNNING
     result: str = ""
+
+    @property
+    def finished(self) -> bool:
+        return self.status != RUNNING
 
 
 @dataclass(frozen=True)
@@ -116,7 +130,7 @@ Item = PromptItem | TextItem | CellItem | ToolItem | ApprovalItem | FinishedItem
 
 
 @dataclass(frozen=True)
-class PanelState:
+class SessionState:
     """Everything the panel renders. ``last_seq`` is where a reconnect resumes (``since``)."""
 
     items: tuple[Item, ...] = ()
@@ -158,6 +172,28 @@ class PanelState:
 
     def cell_number(self, number: int) -> CellItem | None:
         return next((c for c in self.cells if c.number == number), None)
+
+    @property
+    def prompt(self) -> str:
+        """The session's first request (follow-ups are further ``PromptItem``s)."""
+        return next((i.text for i in self.items if isinstance(i, PromptItem)), "")
+
+    def tool_call(self, tool_call_id: str) -> CellItem | ToolItem | None:
+        """The timeline entry of a tool call that started or finished (None otherwise)."""
+        for item in reversed(self.items):
+            if isinstance(item, (CellItem, ToolItem)) and item.tool_call_id == tool_call_id:
+                return item
+        return None
+
+    def approval(self, tool_call_id: str) -> ApprovalItem | None:
+        return next(
+            (
+                i
+                for i in self.items
+                if isinstance(i, ApprovalItem) and i.tool_call_id == tool_call_id
+            ),
+            None,
+        )
 
     @property
     def pending_approvals(self) -> list[ApprovalItem]:

@@ -1,0 +1,80 @@
+"""Request bodies of the HTTP API: a JSON schema each, checked with jsonschema.
+
+A bad body is answered 400 with one line saying what is wrong (an unknown field, a missing
+one, a wrong type, an empty prompt). A field sent as ``null`` counts as not sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jsonschema import Draft202012Validator, validators
+
+from .errors import ApiError
+
+# JSON has one number type; a count sent as 3.0 is still refused, as before.
+_Validator = validators.extend(
+    Draft202012Validator,
+    type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool)
+    ),
+)
+
+
+def body_schema(required: dict[str, str], optional: dict[str, str]) -> dict[str, Any]:
+    """A closed object schema: field name -> JSON type; required strings must not be blank."""
+    properties: dict[str, Any] = {}
+    for name, kind in required.items():
+        properties[name] = {"type": kind, **({"pattern": r"\S"} if kind == "string" else {})}
+    properties |= {name: {"type": kind} for name, kind in optional.items()}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(required),
+        "additionalProperties": False,
+    }
+
+
+WARM = body_schema({}, {"notebook_path": "string"})
+START = body_schema(
+    {"prompt": "string"},
+    {"notebook_path": "string", "model": "string", "limits": "object", "max_steps": "integer"},
+)
+MESSAGE = body_schema({"text": "string"}, {})
+APPROVAL = body_schema({"approve": "boolean"}, {})
+
+
+def check_body(body: Any, schema: dict[str, Any]) -> dict[str, Any]:
+    """``body`` (``null`` fields dropped) if it fits ``schema``; else ``ApiError(400)``."""
+    if body is None:
+        body = {}
+    if isinstance(body, dict):
+        body = {k: v for k, v in body.items() if v is not None}
+    errors = list(_Validator(schema).iter_errors(body))
+    if not errors:
+        return body
+    order = list(schema["properties"])
+
+    def rank(error: Any) -> tuple[int, int]:
+        field = error.absolute_path[0] if error.absolute_path else None
+        if error.validator == "type" and field is None:
+            return (0, 0)
+        if error.validator == "additionalProperties":
+            return (1, 0)
+        if error.validator == "required":
+            return (2, min(order.index(k) for k in error.validator_value if k not in body))
+        return (2, order.index(field) if field in order else len(order))
+
+    error = min(errors, key=rank)
+    if error.validator == "type" and not error.absolute_path:
+        raise ApiError(400, "the request body must be a JSON object")
+    if error.validator == "additionalProperties":
+        unknown = sorted(set(body) - set(order))
+        raise ApiError(400, f"unknown field(s): {', '.join(unknown)}")
+    if error.validator == "required":
+        missing = next(k for k in order if k in error.validator_value and k not in body)
+        raise ApiError(400, f"missing field: {missing}")
+    field = error.absolute_path[0]
+    if error.validator == "pattern":
+        raise ApiError(400, f"field {field} must not be empty")
+    raise ApiError(400, f"field {field} has the wrong type")

@@ -1,0 +1,47 @@
+"""Server settings that choose parts: the kernel manager class of every sandbox."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.scripted_model import text, tool_calls
+from tests.server.helpers import Api
+from tests.server.kernel_managers import CountingKernelManager
+
+
+@pytest.mark.codeagent(kernel_manager_class="tests.server.kernel_managers.CountingKernelManager")
+async def test_sandboxes_start_through_the_configured_kernel_manager(
+    api: Api, scripted_model: Any
+) -> None:
+    CountingKernelManager.started.clear()
+    scripted_model.set_script([tool_calls(("run_cell", {"code": "6 * 7"})), text("42")])
+    session = await api.start("multiply")
+    events = await api.run_to_end(session["id"])
+    assert events[-1]["status"] == "answered"
+    assert CountingKernelManager.started == ["codeagent-sandbox"]
+    await api.ok("DELETE", f"sessions/{session['id']}")
+
+
+def test_a_kernel_manager_class_must_be_one() -> None:
+    """A class that is no kernel manager is refused when the settings are read."""
+    from traitlets import TraitError
+
+    from codeagent_jupyter.server.app import CodeAgent
+
+    with pytest.raises(TraitError, match="kernel_manager_class"):
+        CodeAgent(kernel_manager_class="collections.OrderedDict")
+
+
+@pytest.mark.codeagent(result_chars=12000)
+async def test_result_chars_from_the_server_config_reaches_the_model(
+    api: Api, scripted_model: Any
+) -> None:
+    scripted_model.set_script(
+        [tool_calls(("run_cell", {"code": "print('x' * 12000, end='')"})), text("printed")]
+    )
+    session = await api.start("print a lot")
+    assert (await api.run_to_end(session["id"]))[-1]["status"] == "answered"
+    sent = [m for m in scripted_model.requests[1]["messages"] if m["role"] == "tool"]
+    assert sent[-1]["content"] == "x" * 12000
