@@ -8,11 +8,16 @@ Prints one table per measure, all from one run in this process:
 - the loop's own time per step: model answer received -> tool result ready, minus the
   sandbox's execute time (target: <= 2 ms p50), without and with the notebook recorder.
 
-    python bench/context.py
+    python bench/context.py [--result-chars N]
+
+``--result-chars`` sets how much of one tool result the model sees (default: the agent's
+own). The prefix share falls as results grow (each request adds more new bytes), so
+compare runs at the same setting.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import statistics
@@ -54,6 +59,9 @@ def script() -> list[dict]:
     return [*turns, text("done")]
 
 
+RESULT_CHARS = AgentConfig.result_chars
+
+
 async def session(
     workdir: Path, with_recorder: bool
 ) -> tuple[list[dict], Collect, NotebookRecorder | None]:
@@ -66,7 +74,7 @@ async def session(
             recorder = NotebookRecorder(workdir / "session.ipynb") if with_recorder else None
             if recorder is not None:
                 sinks.insert(0, recorder)
-            loop = build_agent(model, sandbox, sinks, AgentConfig())
+            loop = build_agent(model, sandbox, sinks, AgentConfig(result_chars=RESULT_CHARS))
             await loop.run("run the heavy cells")
         await model.aclose()
         return list(srv.requests), collect, recorder
@@ -157,6 +165,7 @@ async def main() -> None:
     ratio = sent_total / naive_total
     print(f"{'total':>7} {sent_total:>11,} {naive_total:>12,}")
     print()
+    print(f"result_chars = {RESULT_CHARS}")
     print("| measure | value | target |")
     print("|---|---:|---:|")
     print(f"| bytes sent / naive transcript | {ratio:.1%} | <= 25% |")
@@ -176,4 +185,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli.add_argument("--result-chars", type=int, default=AgentConfig.result_chars)
+    RESULT_CHARS = cli.parse_args().result_chars
     asyncio.run(main())

@@ -13,6 +13,7 @@ import signal
 import sys
 import tempfile
 import uuid
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -82,9 +83,7 @@ def _parser() -> argparse.ArgumentParser:
         default=AgentConfig.max_steps,
         help=AgentConfig.help("max_steps"),
     )
-    run.add_argument("--cell-timeout", type=_positive_float, default=SandboxLimits.cell_timeout)
-    run.add_argument("--memory-mb", type=_positive_int, default=SandboxLimits.memory_mb)
-    run.add_argument("--network", choices=("none", "host"), default="none")
+    _add_limits(run)
     _add_isolation(run)
 
     replay = sub.add_parser("replay", help="re-execute or re-drive a recorded session")
@@ -98,6 +97,30 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--out", type=Path, help="where to write the replayed session")
     _add_isolation(replay)
     return parser
+
+
+def _add_limits(parser: argparse.ArgumentParser) -> None:
+    """One flag per sandbox limit (``--memory-mb`` …), with the help and default that
+    ``SandboxLimits`` declares, so the CLI and the server's ``limits`` setting agree."""
+    for f in fields(SandboxLimits):
+        if f.type in ("bool", bool):
+            continue
+        kind = _positive_float if f.type in ("float", float) else _positive_int
+        flag = "--" + f.name.replace("_", "-")
+        parser.add_argument(
+            flag,
+            type=kind,
+            default=f.default,
+            help=f"{SandboxLimits.help(f.name)} (default: {f.default})",
+        )
+    parser.add_argument(
+        "--network", choices=("none", "host"), default="none", help=SandboxLimits.help("network")
+    )
+
+
+def _limits(args: argparse.Namespace) -> SandboxLimits:
+    values = {f.name: getattr(args, f.name) for f in fields(SandboxLimits) if f.name != "network"}
+    return SandboxLimits(**values, network=args.network == "host")
 
 
 def _positive_int(text: str) -> int:
@@ -210,9 +233,7 @@ async def _run(args: argparse.Namespace) -> int:
     session_id = uuid.uuid4().hex[:12]
     out = _writable(args.out or workdir / ".codeagent" / "sessions" / f"{session_id}.ipynb")
     notebook = _read_notebook(args.notebook) if args.notebook else None
-    limits = SandboxLimits(
-        cell_timeout=args.cell_timeout, memory_mb=args.memory_mb, network=args.network == "host"
-    )
+    limits = _limits(args)
     config = AgentConfig(max_steps=args.max_steps)
     model = OpenAIChatModel(
         model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens

@@ -11,6 +11,16 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
+def _setting(default: Any, help: str) -> Any:
+    """A settings field with its help text: the one description of the knob that the
+    server's traits (``c.CodeAgent.…``) and the CLI's flags show too."""
+    return field(default=default, metadata={"help": help})
+
+
+def _help(cls: type, name: str) -> str:
+    return str(next(f for f in fields(cls) if f.name == name).metadata["help"])
+
+
 @dataclass(frozen=True)
 class SandboxLimits:
     """Resource limits applied to one sandbox kernel.
@@ -19,36 +29,44 @@ class SandboxLimits:
     this machine is reported separately in ``Sandbox.enforcement`` (never assumed).
     """
 
-    memory_mb: int = 2048
-    """Data-segment limit (RLIMIT_DATA) in MiB; a larger allocation raises MemoryError."""
-    cpu_seconds: int = 600
-    """CPU seconds each cell may use (RLIMIT_CPU, re-armed before every execution).
+    memory_mb: int = _setting(
+        2048, "Data-segment limit (RLIMIT_DATA) in MiB; a larger allocation raises MemoryError."
+    )
+    cpu_seconds: int = _setting(
+        600,
+        "CPU seconds each cell may use (RLIMIT_CPU, re-armed before every cell); past it the "
+        "cell ends with CPUBudgetExceeded and the kernel keeps its state.",
+    )
+    """Threads a cell leaves running get one more budget after the cell, then the kernel is
+    ended (SIGXCPU) and restarted. Per process, all its threads together: eight busy threads
+    use it eight times as fast. The kernel's whole life is capped at 100 budgets (a hard
+    limit code in the kernel cannot lift); past it the kernel is killed and restarted."""
+    cell_timeout: float = _setting(
+        60.0, "Wall seconds one cell may run before it is interrupted (then restarted if needed)."
+    )
+    output_bytes: int = _setting(
+        1_000_000, "Bytes of output kept per cell in the recording; the rest is cut with a marker."
+    )
+    file_size_mb: int = _setting(512, "Largest file the kernel may write (RLIMIT_FSIZE), in MiB.")
+    max_processes: int = _setting(
+        512, "Processes and threads the sandbox may hold at once (cgroup pids.max or RLIMIT_NPROC)."
+    )
+    """Threads count: the kernel itself holds about a dozen, a BLAS or OpenMP pool one per
+    thread, joblib one process per worker. The launcher sizes OpenMP/OpenBLAS/MKL pools to
+    the sandbox's CPU share (at most an eighth of this), so common numeric libraries fit on
+    many-core machines while a fork bomb still stops here."""
+    network: bool = _setting(
+        False, "Whether the kernel may reach the network; off runs it in its own network namespace."
+    )
+    disk_mb: int = _setting(
+        1024,
+        "Disk the workspace may use, in MiB; checked after each cell, which then fails if over.",
+    )
 
-    A cell past it ends with ``CPUBudgetExceeded``; the kernel and its state stay, and
-    the result's note says so. Threads a cell leaves running get one more budget after
-    the cell, then the kernel is ended (SIGXCPU) and restarted. Per process, all its
-    threads together: eight busy threads use it eight times as fast. The kernel's whole
-    life is capped at 100 budgets (a hard limit code in the kernel cannot lift); past it
-    the kernel is killed and restarted.
-    """
-    cell_timeout: float = 60.0
-    """Wall seconds one cell may run before it is interrupted (then restarted if needed)."""
-    output_bytes: int = 1_000_000
-    """Bytes of output kept per cell in the recording; the rest is cut with a marker."""
-    file_size_mb: int = 512
-    """Largest file the kernel may write (RLIMIT_FSIZE), in MiB."""
-    max_processes: int = 512
-    """Processes and threads the sandbox may hold at once (cgroup pids.max or RLIMIT_NPROC).
-
-    Threads count: the kernel itself holds about a dozen, a BLAS or OpenMP pool one per
-    thread, joblib one process per worker. The launcher sizes OpenMP/OpenBLAS/MKL pools
-    to the sandbox's CPU share (at most an eighth of this), so common numeric libraries
-    fit on many-core machines while a fork bomb still stops here.
-    """
-    network: bool = False
-    """Whether the kernel may reach the network; False runs it in its own network namespace."""
-    disk_mb: int = 1024
-    """Disk the workspace may use, in MiB; checked after each cell, which then fails if over."""
+    @classmethod
+    def help(cls, name: str) -> str:
+        """What the CLI flag and the server's ``limits`` setting say about limit ``name``."""
+        return _help(cls, name)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,12 +113,6 @@ How to work:
 """
 
 
-def _setting(default: Any, help: str) -> Any:
-    """A field of ``AgentConfig`` with its help text: the one description of the knob that
-    the server's traits (``c.CodeAgent.…``) and the CLI's flags show too."""
-    return field(default=default, metadata={"help": help})
-
-
 @dataclass(frozen=True)
 class AgentConfig:
     """Budgets and behaviour of one agent run; every stop is reported with its reason.
@@ -138,7 +150,7 @@ class AgentConfig:
 
     @classmethod
     def help(cls, name: str) -> str:
-        return str(next(f for f in fields(cls) if f.name == name).metadata["help"])
+        return _help(cls, name)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import os
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,8 @@ class CodeAgent(Configurable):
     )
     limits = Dict(
         config=True,
-        help="Default sandbox limits (SandboxLimits fields). A request may only tighten them.",
+        help="Default sandbox limits; a request may only tighten them. Keys: "
+        + "; ".join(f"{f.name}: {SandboxLimits.help(f.name)}" for f in fields(SandboxLimits)),
     )
     pool_size = Int(1, config=True, help="Sandbox kernels kept started and ready for new sessions.")
     sessions_dir = Unicode(

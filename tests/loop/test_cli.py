@@ -204,3 +204,35 @@ def test_reexecute_reports_mismatch(tmp_path):
 def test_help(flag):
     result = codeagent(flag)
     assert result.returncode == 0 and "replay" in result.stdout
+
+
+def test_every_limit_flag_reaches_the_sandbox(scripted_model, tmp_path):
+    """The limit flags come from ``SandboxLimits``' own declaration and are applied: a 1 MiB
+    file-size cap stops a 2 MiB write, and the session records every value that was asked."""
+    write = "open('big.bin', 'wb').write(b'x' * (2 << 20))"
+    scripted_model.set_script([tool_calls(("run_cell", {"code": write})), text("Tried.")])
+    out = tmp_path / "s.ipynb"
+    work = tmp_path / "work"
+    work.mkdir()
+    flags = {
+        "--memory-mb": "1024",
+        "--cpu-seconds": "30",
+        "--cell-timeout": "20",
+        "--output-bytes": "50000",
+        "--file-size-mb": "1",
+        "--max-processes": "256",
+        "--disk-mb": "64",
+    }
+    args = [a for pair in flags.items() for a in pair]
+    result = codeagent(
+        "run", "write", "--model", "m", "--base-url", scripted_model.url,
+        "--workdir", str(work), "--out", str(out), *args,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    tool_reply = scripted_model.requests[1]["messages"][-1]["content"]
+    assert "File too large" in tool_reply
+    assert (work / "big.bin").stat().st_size <= 1 << 20
+    limits = nbformat.read(out, as_version=4).metadata["codeagent"]["limits"]
+    asked = {flag[2:].replace("-", "_"): float(value) for flag, value in flags.items()}
+    assert {k: float(limits[k]) for k in asked} == asked
+    assert limits["network"] is False
