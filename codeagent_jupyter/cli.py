@@ -86,6 +86,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--memory-mb", type=_positive_int, default=SandboxLimits.memory_mb)
     run.add_argument("--network", choices=("none", "host"), default="none")
     _add_isolation(run)
+    run.add_argument(
+        "--no-snapshots",
+        action="store_true",
+        help="do not snapshot the workspace after each step (such a session cannot be resumed "
+        "with its files)",
+    )
 
     replay = sub.add_parser("replay", help="re-execute or re-drive a recorded session")
     replay.add_argument("session", type=Path, help="a session notebook (.ipynb)")
@@ -97,6 +103,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--out", type=Path, help="where to write the replayed session")
     _add_isolation(replay)
+
+    from . import resume_cli
+
+    resume_cli.add_parser(sub, _positive_int, _add_isolation)
     return parser
 
 
@@ -121,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return asyncio.run(_run(args))
+        if args.command == "resume":
+            from . import resume_cli
+
+            return asyncio.run(resume_cli.run(args))
         if args.model == "recorded":
             return asyncio.run(_replay_recorded(args))
         return asyncio.run(_reexecute(args))
@@ -223,12 +237,23 @@ async def _run(args: argparse.Namespace) -> int:
         _announce(sandbox)
         recorder = NotebookRecorder(out, session_id=session_id)
         sinks: list[EventSink] = [recorder, ProgressPrinter()]
+        if not args.no_snapshots:
+            sinks.insert(0, _snapshot_sink(workdir, recorder))
         loop = build_agent(model, sandbox, sinks, config, workdir=workdir, context=context)
         try:
             finished = await _drive(loop, [args.prompt])
         finally:
             await model.aclose()
     return _report(finished, out)
+
+
+def _snapshot_sink(workdir: Path, recorder: Any) -> EventSink:
+    """Snapshots after each step; before the recorder, so each save includes its step's."""
+    from .snapshot_sink import SnapshotRecorder
+    from .snapshots import SnapshotStore
+
+    meta = recorder.notebook.metadata["codeagent"]
+    return SnapshotRecorder(SnapshotStore.for_workspace(workdir), workdir, meta)
 
 
 async def _replay_recorded(args: argparse.Namespace) -> int:
