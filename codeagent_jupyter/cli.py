@@ -18,6 +18,7 @@ from typing import Any
 
 from . import __version__
 from . import events as ev
+from .cli_session import add_hooks, hook_chain, snapshot_sink
 from .config import AgentConfig, SandboxLimits
 from .context import build_context
 from .errors import CodeAgentError, ConfigError
@@ -86,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--memory-mb", type=_positive_int, default=SandboxLimits.memory_mb)
     run.add_argument("--network", choices=("none", "host"), default="none")
     _add_isolation(run)
+    add_hooks(run)
     run.add_argument(
         "--no-snapshots",
         action="store_true",
@@ -106,7 +108,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from . import resume_cli
 
-    resume_cli.add_parser(sub, _positive_int, _add_isolation)
+    resume_cli.add_parser(sub, _positive_int, _add_isolation, add_hooks)
     return parser
 
 
@@ -232,28 +234,25 @@ async def _run(args: argparse.Namespace) -> int:
         model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens
     )
     context = build_context(workdir, notebook)
+    hooks = hook_chain(args.hook, session_id)
     unconfined = args.isolation == "none"
     async with Sandbox(workdir=workdir, limits=limits, allow_unconfined=unconfined) as sandbox:
         _announce(sandbox)
         recorder = NotebookRecorder(out, session_id=session_id)
         sinks: list[EventSink] = [recorder, ProgressPrinter()]
         if not args.no_snapshots:
-            sinks.insert(0, _snapshot_sink(workdir, recorder))
+            sinks.insert(0, snapshot_sink(workdir, recorder))
+        if hooks is not None:
+            sinks.append(hooks)
         loop = build_agent(model, sandbox, sinks, config, workdir=workdir, context=context)
+        loop.runner.hooks = hooks
         try:
             finished = await _drive(loop, [args.prompt])
         finally:
             await model.aclose()
+            if hooks is not None:
+                await hooks.end({})
     return _report(finished, out)
-
-
-def _snapshot_sink(workdir: Path, recorder: Any) -> EventSink:
-    """Snapshots after each step; before the recorder, so each save includes its step's."""
-    from .snapshot_sink import SnapshotRecorder
-    from .snapshots import SnapshotStore
-
-    meta = recorder.notebook.metadata["codeagent"]
-    return SnapshotRecorder(SnapshotStore.for_workspace(workdir), workdir, meta)
 
 
 async def _replay_recorded(args: argparse.Namespace) -> int:

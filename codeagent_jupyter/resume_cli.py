@@ -19,7 +19,7 @@ from .config import AgentConfig, SandboxLimits
 from .errors import ConfigError
 
 
-def add_parser(sub: Any, positive_int: Any, add_isolation: Any) -> None:
+def add_parser(sub: Any, positive_int: Any, add_isolation: Any, add_hooks: Any) -> None:
     """The ``resume`` subcommand, with the model flags of ``run``."""
     resume = sub.add_parser("resume", help="continue (or fork) a recorded session")
     resume.add_argument("session", type=Path, help="a session notebook (.ipynb)")
@@ -44,12 +44,14 @@ def add_parser(sub: Any, positive_int: Any, add_isolation: Any) -> None:
         help=AgentConfig.help("max_steps"),
     )
     add_isolation(resume)
+    add_hooks(resume)
 
 
 async def run(args: argparse.Namespace) -> int:
     from . import cli
     from .agent import build_agent
     from .bus import EventBus
+    from .cli_session import hook_chain, snapshot_sink
     from .models.openai_chat import OpenAIChatModel, resolve_settings
     from .printer import ProgressPrinter
     from .recorder import NotebookRecorder
@@ -76,6 +78,7 @@ async def run(args: argparse.Namespace) -> int:
     model = OpenAIChatModel(
         model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens
     )
+    hooks = hook_chain(args.hook, session_id)
     unconfined = args.isolation == "none"
     async with Sandbox(
         workdir=workdir, limits=_limits(todo.limits), allow_unconfined=unconfined
@@ -95,7 +98,9 @@ async def run(args: argparse.Namespace) -> int:
                 "step": todo.step,
             }
         meta.setdefault("restores", []).append(rebuilt.to_dict())
-        sinks: list[Any] = [cli._snapshot_sink(workdir, recorder), recorder, ProgressPrinter()]
+        sinks: list[Any] = [snapshot_sink(workdir, recorder), recorder, ProgressPrinter()]
+        if hooks is not None:
+            sinks.append(hooks)
         bus = EventBus([s.emit for s in sinks], keep=False)
         if not fork:
             bus.next_seq = todo.last_seq + 1
@@ -103,10 +108,13 @@ async def run(args: argparse.Namespace) -> int:
         loop.messages += todo.messages
         loop.messages.append({"role": "user", "content": rebuilt.note_for_model()})
         loop.run_index = len(meta.get("runs", []))
+        loop.runner.hooks = hooks
         try:
             finished = await cli._drive(loop, [args.prompt])
         finally:
             await model.aclose()
+            if hooks is not None:
+                await hooks.end({})
     return cli._report(finished, out)
 
 

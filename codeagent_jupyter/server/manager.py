@@ -20,7 +20,7 @@ from ..sandbox import report
 from .errors import ApiError
 from .models import ModelRegistry
 from .policy import Caller, check_max_steps, check_text, session_limits
-from .revive import pause, revive, snapshot_sink
+from .revive import attach_hooks, pause, revive, snapshot_sink
 from .session import AgentSession
 from .signing import SessionSigner, UnsignedNotebook
 from .store import load_saved_sessions
@@ -227,6 +227,7 @@ class SessionManager:
                 approver=session.approve,
                 context=build_context(workdir, notebook),
             )
+            attach_hooks(self, session, loop)
         except BaseException:
             del self.sessions[session_id]
             await shutdown_quietly(sandbox)

@@ -47,6 +47,31 @@ def snapshot_sink(manager: Any, session: AgentSession, recorder: Any, workdir: A
     session.bus.subscribe(session.snapshots.emit, first=True)
 
 
+def attach_hooks(manager: Any, session: AgentSession, loop: Any) -> None:
+    """The administrator's tool hooks around ``loop``'s tool calls (``c.CodeAgent.hooks``)."""
+    from ..hooks import HookChain
+
+    settings = manager.settings
+    names = list(getattr(settings, "hooks", None) or [])
+    if not names:
+        return
+    try:
+        chain = HookChain.from_names(
+            names,
+            dict(settings.hook_options),
+            timeout_s=settings.hook_timeout,
+            session_id=session.id,
+        )
+    except ConfigError as e:
+        raise ApiError(503, f"the tool hooks are misconfigured: {e}") from None
+    if session.hooks is not None:
+        session.bus.unsubscribe(session.hooks.emit)
+    session.hooks = chain
+    loop.runner.hooks = chain
+
+    session.bus.subscribe(chain.emit, on_end=lambda: chain.end_soon({"owner": session.owner}))
+
+
 def _plan(manager: Any, session: AgentSession, step: int | None) -> ResumePlan:
     """The plan from the session's notebook, only if it is what this server signed."""
     try:
@@ -130,6 +155,7 @@ async def revive(
         loop.messages += todo.messages
         loop.messages.append({"role": "user", "content": rebuilt.note_for_model()})
         loop.run_index = len(meta.get("runs", []))
+        attach_hooks(manager, session, loop)
     except BaseException:
         _undo(manager, session, fork)
         await shutdown_quietly(sandbox)

@@ -69,6 +69,8 @@ class AgentSession:
         """How the last resume rebuilt the session (``summary``: "restored from step N …")."""
         self.snapshots: Any = None
         """The session's snapshot sink, once subscribed (one per session)."""
+        self.hooks: Any = None
+        """The ``HookChain`` of the session's current loop, if hooks are enabled."""
 
     # -- state ----------------------------------------------------------------------------
 
