@@ -78,7 +78,7 @@ async def run(args: argparse.Namespace) -> int:
     model = OpenAIChatModel(
         model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens
     )
-    hooks = hook_chain(args.hook, session_id)
+    hooks = hook_chain(args.hook, session_id if fork else todo.session_id)
     unconfined = args.isolation == "none"
     async with Sandbox(
         workdir=workdir, limits=_limits(todo.limits), allow_unconfined=unconfined

@@ -245,7 +245,7 @@ class SessionManager:
     async def send(self, session_id: str, caller: Caller, text: str) -> AgentSession:
         """A message: a follow-up in a live session; a resume of a closed one."""
         session = self.get(session_id, caller, change=True)
-        if session.closed and not self._stopping:
+        if session.closed and not session.deleted and not self._stopping:
             self._ensure_reaper()
             return (await revive(self, session, text))[0]
         return self.follow_up(session_id, caller, text)
@@ -280,6 +280,7 @@ class SessionManager:
 
     async def delete(self, session_id: str, caller: Caller) -> AgentSession:
         session = self.get(session_id, caller, change=True)
+        session.deleted = True
         await session.close()
         return session
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from typing import Any
 
@@ -122,6 +123,8 @@ async def revive(
     else:
         session = parent
         session.closed = False  # counted as open again while it starts
+        session.loop = None  # "starting": the idle reaper leaves it alone meanwhile
+        session.last_activity = time.monotonic()
     try:
         sandbox = await manager.supply.get(parent.owner, workdir, limits)
     except BaseException:
@@ -156,6 +159,8 @@ async def revive(
         loop.messages.append({"role": "user", "content": rebuilt.note_for_model()})
         loop.run_index = len(meta.get("runs", []))
         attach_hooks(manager, session, loop)
+        if session.closed:  # deleted (or the server stopping) while it was rebuilt
+            raise ApiError(409, f"session {session.id} was closed while resuming")
     except BaseException:
         _undo(manager, session, fork)
         await shutdown_quietly(sandbox)

@@ -64,6 +64,8 @@ class AgentSession:
         self.last_activity = time.monotonic()
         self._approvals: dict[str, asyncio.Future[bool]] = {}
         self.paused = False
+        self.deleted = False
+        """Closed by DELETE: not resumed by a message (409), though it may be forked."""
         """Closed by ``pause``: the sandbox is gone, a message resumes the session."""
         self.restored: dict[str, Any] | None = None
         """How the last resume rebuilt the session (``summary``: "restored from step N …")."""
