@@ -18,7 +18,7 @@ from typing import Any
 
 from . import __version__
 from . import events as ev
-from .cli_session import add_hooks, hook_chain, snapshot_sink
+from .cli_session import add_delegate, add_hooks, hook_chain, snapshot_sink, with_delegate
 from .config import AgentConfig, SandboxLimits
 from .context import build_context
 from .errors import CodeAgentError, ConfigError
@@ -88,6 +88,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--network", choices=("none", "host"), default="none")
     _add_isolation(run)
     add_hooks(run)
+    add_delegate(run)
     run.add_argument(
         "--no-snapshots",
         action="store_true",
@@ -245,6 +246,11 @@ async def _run(args: argparse.Namespace) -> int:
         if hooks is not None:
             sinks.append(hooks)
         loop = build_agent(model, sandbox, sinks, config, workdir=workdir, context=context)
+
+        def child_sandbox(path: Path) -> Sandbox:
+            return Sandbox(workdir=path, limits=limits, allow_unconfined=unconfined)
+
+        loop = with_delegate(loop, args.delegate, model, workdir, child_sandbox)
         loop.runner.hooks = hooks
         try:
             finished = await _drive(loop, [args.prompt])

@@ -43,3 +43,32 @@ def snapshot_sink(workdir: Path, recorder: Any) -> EventSink:
 
     meta = recorder.notebook.metadata["codeagent"]
     return SnapshotRecorder(SnapshotStore.for_workspace(workdir), workdir, meta)
+
+
+def add_delegate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--delegate",
+        type=int,
+        default=0,
+        metavar="N",
+        help="offer the model the delegate tool: up to N helper agents per call, each in its "
+        "own sandbox (default 0: off)",
+    )
+
+
+def with_delegate(loop: Any, count: int, model: Any, workdir: Path, make_sandbox: Any) -> Any:
+    """``loop`` with the ``delegate`` tool added (a new loop on the same bus, sandbox and
+    settings; children record to .codeagent/delegates/), or ``loop`` when ``count`` is 0."""
+    if count <= 0:
+        return loop
+    from .delegate import DelegateSettings, Delegator, WithDelegate
+    from .loop import AgentLoop
+    from .snapshots import SnapshotStore
+
+    settings = DelegateSettings(max_per_call=count, max_total=count * 2)
+    store = SnapshotStore.for_workspace(workdir)
+    notebooks = workdir / ".codeagent" / "delegates"
+    tools = WithDelegate(
+        loop.tools, Delegator(model, workdir, make_sandbox, store, notebooks, settings)
+    )
+    return AgentLoop(model, loop.sandbox, tools, loop.bus, loop.config, context=loop.context)

@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 CODE_TOOLS = frozenset({"run_cell", "run_command", "write_file"})
 """Tools whose call may change the workspace."""
 _NOT_RUN = frozenset({"refused", "denied"})
+_CHANGES_FILES = CODE_TOOLS | {"delegate"}
+"""Calls after which the workspace is snapshotted (``delegate`` brings helpers' files back)."""
 
 
 class SnapshotRecorder:
@@ -47,7 +49,7 @@ class SnapshotRecorder:
             self.capture(0, "")
         elif (
             isinstance(event, ev.ToolCallFinished)
-            and event.name in CODE_TOOLS
+            and event.name in _CHANGES_FILES
             and event.status not in _NOT_RUN
         ):
             self.capture(event.step, event.tool_call_id)
