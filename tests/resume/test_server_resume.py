@@ -94,7 +94,9 @@ async def test_pause_releases_the_kernel_and_a_message_resumes(
 
 
 def test_sigkill_mid_run_then_restart_and_resume(
-    tmp_path: Path, scripted_model: Any, servers: list[ServerProcess]  # noqa: F811
+    tmp_path: Path,
+    scripted_model: Any,
+    servers: list[ServerProcess],  # noqa: F811
 ) -> None:
     root, home = tmp_path / "root", tmp_path / "home"
     root.mkdir()
