@@ -19,6 +19,7 @@ from typing import Any
 
 from . import __version__
 from . import events as ev
+from .cli_session import add_delegate, add_hooks, hook_chain, snapshot_sink, with_delegate
 from .config import AgentConfig, SandboxLimits
 from .context import build_context
 from .errors import CodeAgentError, ConfigError
@@ -85,6 +86,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_limits(run)
     _add_isolation(run)
+    add_hooks(run)
+    add_delegate(run)
+    run.add_argument(
+        "--no-snapshots",
+        action="store_true",
+        help="do not snapshot the workspace after each step (such a session cannot be resumed "
+        "with its files)",
+    )
 
     replay = sub.add_parser("replay", help="re-execute or re-drive a recorded session")
     replay.add_argument("session", type=Path, help="a session notebook (.ipynb)")
@@ -96,6 +105,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--out", type=Path, help="where to write the replayed session")
     _add_isolation(replay)
+
+    from . import resume_cli
+
+    resume_cli.add_parser(sub, _positive_int, _add_isolation, add_hooks)
     return parser
 
 
@@ -144,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return asyncio.run(_run(args))
+        if args.command == "resume":
+            from . import resume_cli
+
+            return asyncio.run(resume_cli.run(args))
         if args.model == "recorded":
             return asyncio.run(_replay_recorded(args))
         return asyncio.run(_reexecute(args))
@@ -239,16 +256,29 @@ async def _run(args: argparse.Namespace) -> int:
         model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens
     )
     context = build_context(workdir, notebook)
+    hooks = hook_chain(args.hook, session_id)
     unconfined = args.isolation == "none"
     async with Sandbox(workdir=workdir, limits=limits, allow_unconfined=unconfined) as sandbox:
         _announce(sandbox)
         recorder = NotebookRecorder(out, session_id=session_id)
         sinks: list[EventSink] = [recorder, ProgressPrinter()]
+        if not args.no_snapshots:
+            sinks.insert(0, snapshot_sink(workdir, recorder))
+        if hooks is not None:
+            sinks.append(hooks)
         loop = build_agent(model, sandbox, sinks, config, workdir=workdir, context=context)
+
+        def child_sandbox(path: Path) -> Sandbox:
+            return Sandbox(workdir=path, limits=limits, allow_unconfined=unconfined)
+
+        loop = with_delegate(loop, args.delegate, model, workdir, child_sandbox)
+        loop.runner.hooks = hooks
         try:
             finished = await _drive(loop, [args.prompt])
         finally:
             await model.aclose()
+            if hooks is not None:
+                await hooks.end({})
     return _report(finished, out)
 
 

@@ -64,12 +64,31 @@ class ToolRunner:
         self.guard = guard
         self.approval = approval
         self.approver = approver
+        self.hooks: Any = None
+        """A ``hooks.HookChain`` around every well-formed call, or None."""
 
     async def run(self, step: int, call_id: str, name: str, raw: Any) -> tuple[ToolOutcome, bool]:
         """The call's outcome, and whether the call was well formed (for the malformed count)."""
         arguments, refused = parse_arguments(name, raw)
         if refused is not None:
             return refused, False
+        if self.hooks is None:
+            return await self._checked(step, call_id, name, arguments)
+        from .hooks import ToolCall
+
+        call = ToolCall(self.hooks.session_id, step, call_id, name, arguments)
+        verdict = await self.hooks.before(call)
+        if verdict.denied:
+            outcome, well_formed = verdict.outcome(), True
+        else:
+            call = ToolCall(self.hooks.session_id, step, call_id, name, verdict.arguments)
+            outcome, well_formed = await self._checked(step, call_id, name, verdict.arguments)
+        return await self.hooks.after(call, outcome), well_formed
+
+    async def _checked(
+        self, step: int, call_id: str, name: str, arguments: Any
+    ) -> tuple[ToolOutcome, bool]:
+        """Approval (tools under ``ask``), then the call itself."""
         if self.approval.get(name) == "ask" and not await self._approved(
             step, call_id, name, arguments
         ):

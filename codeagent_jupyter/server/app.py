@@ -130,6 +130,19 @@ class CodeAgent(Configurable):
         "completion tokens}; with a price, the panel shows what a session cost.",
     )
     approval = _agent_trait("approval", " They wait for POST .../approvals/{tool_call_id}.")
+    hooks = List(
+        Unicode(),
+        config=True,
+        help="Tool hooks to enable, by name (entry-point group codeagent_jupyter.hooks; "
+        "shipped: policy, audit). They run around every tool call, in this order.",
+    )
+    hook_options = Dict(
+        config=True,
+        help='Hook name -> its options, e.g. {"audit": {"path": "/var/log/agent.jsonl"}}.',
+    )
+    hook_timeout = Float(
+        5.0, config=True, help="Seconds one hook call may take; past it the call is denied."
+    )
     max_sessions_per_user = Int(
         4,
         config=True,

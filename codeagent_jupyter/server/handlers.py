@@ -131,8 +131,30 @@ class MessagesHandler(BaseHandler):
     async def post(self, session_id: str) -> None:
         self.session(session_id, change=True)  # 404 before 400 for an unknown session
         body = self.json_body(bodies.MESSAGE)
-        session = self.manager.follow_up(session_id, self.caller, body["text"])
+        session = await self.manager.send(session_id, self.caller, body["text"])
         self.reply(session.summary(), status=202)
+
+
+class ForkHandler(BaseHandler):
+    """``{"prompt", "step"?}``: a new session from the state after that step (201)."""
+
+    @authorized
+    async def post(self, session_id: str) -> None:
+        from .revive import FORK
+
+        self.session(session_id, change=True)
+        body = self.json_body(FORK)
+        session = await self.manager.fork(session_id, self.caller, body["prompt"], body.get("step"))
+        self.set_header("Location", self.request.path.rsplit("/", 2)[0] + "/" + session.id)
+        self.reply(session.summary(), status=201)
+
+
+class PauseHandler(BaseHandler):
+    """Stop after the step in flight and release the sandbox; a message resumes."""
+
+    @authorized
+    async def post(self, session_id: str) -> None:
+        self.reply((await self.manager.pause(session_id, self.caller)).summary())
 
 
 class CancelHandler(BaseHandler):
@@ -240,6 +262,8 @@ def route_table() -> list[tuple[str, type]]:
         (f"{s}/events", EventsHandler),
         (f"{s}/messages", MessagesHandler),
         (f"{s}/cancel", CancelHandler),
+        (f"{s}/fork", ForkHandler),
+        (f"{s}/pause", PauseHandler),
         (f"{s}/approvals/{_ID}", ApprovalHandler),
         (f"{s}/cells/{_ID}/(accept|reject)", CellDecisionHandler),
         (f"{s}/notebook", NotebookHandler),

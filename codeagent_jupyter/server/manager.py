@@ -20,6 +20,7 @@ from ..sandbox import report
 from .errors import ApiError
 from .models import ModelRegistry
 from .policy import Caller, check_max_steps, check_text, session_limits
+from .revive import attach_hooks, pause, revive, snapshot_sink
 from .session import AgentSession
 from .signing import SessionSigner, UnsignedNotebook
 from .store import load_saved_sessions
@@ -216,6 +217,7 @@ class SessionManager:
                 }
             recorder = NotebookRecorder(path, session_id=session_id, on_saved=self.signer.saved)
             session.bus.subscribe(recorder.emit)
+            snapshot_sink(self, session, recorder, workdir)
             loop = build_agent(
                 chosen,
                 sandbox,
@@ -225,6 +227,7 @@ class SessionManager:
                 approver=session.approve,
                 context=build_context(workdir, notebook),
             )
+            attach_hooks(self, session, loop)
         except BaseException:
             del self.sessions[session_id]
             await shutdown_quietly(sandbox)
@@ -239,6 +242,33 @@ class SessionManager:
         session.start_run(text)
         return session
 
+    async def send(self, session_id: str, caller: Caller, text: str) -> AgentSession:
+        """A message: a follow-up in a live session; a resume of a closed one."""
+        session = self.get(session_id, caller, change=True)
+        if session.closed and not session.deleted and not self._stopping:
+            self._ensure_reaper()
+            return (await revive(self, session, text))[0]
+        return self.follow_up(session_id, caller, text)
+
+    async def fork(
+        self, session_id: str, caller: Caller, prompt: str, step: int | None
+    ) -> AgentSession:
+        """A new session from the state after ``step`` of this one (its end when None)."""
+        if self._stopping:
+            raise ApiError(503, "the server is shutting down")
+        parent = self.get(session_id, caller, change=True)
+        if parent.running:
+            raise ApiError(409, f"session {session_id} is running; pause or cancel it first")
+        self._ensure_reaper()
+        return (await revive(self, parent, prompt, step=step, fork=True))[0]
+
+    async def pause(self, session_id: str, caller: Caller) -> AgentSession:
+        """Stop after the step in flight, release the sandbox; a message resumes it."""
+        session = self.get(session_id, caller, change=True)
+        sandbox = session.sandbox
+        await pause(session, wait_s=(sandbox.limits.cell_timeout if sandbox else 0) + 15)
+        return session
+
     def decide_cell(
         self, session_id: str, caller: Caller, cell_id: str, accepted: bool
     ) -> dict[str, Any]:
@@ -250,6 +280,7 @@ class SessionManager:
 
     async def delete(self, session_id: str, caller: Caller) -> AgentSession:
         session = self.get(session_id, caller, change=True)
+        session.deleted = True
         await session.close()
         return session
 

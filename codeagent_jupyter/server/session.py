@@ -63,6 +63,16 @@ class AgentSession:
         self.closed = False
         self.last_activity = time.monotonic()
         self._approvals: dict[str, asyncio.Future[bool]] = {}
+        self.paused = False
+        self.deleted = False
+        """Closed by DELETE: not resumed by a message (409), though it may be forked."""
+        """Closed by ``pause``: the sandbox is gone, a message resumes the session."""
+        self.restored: dict[str, Any] | None = None
+        """How the last resume rebuilt the session (``summary``: "restored from step N …")."""
+        self.snapshots: Any = None
+        """The session's snapshot sink, once subscribed (one per session)."""
+        self.hooks: Any = None
+        """The ``HookChain`` of the session's current loop, if hooks are enabled."""
 
     # -- state ----------------------------------------------------------------------------
 
@@ -107,6 +117,8 @@ class AgentSession:
             "events": len(self.bus.events),
             "next_seq": self.bus.next_seq,
             "pending_approvals": sorted(self._approvals),
+            "paused": self.paused,
+            "restored": self.restored,
         }
 
     def detail(self) -> dict[str, Any]:

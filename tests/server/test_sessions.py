@@ -295,8 +295,11 @@ async def test_idle_sessions_and_unused_warm_sandboxes_are_released(
             break
         await asyncio.sleep(0.2)
     assert (state, held) == ("closed", 0)
+    scripted_model.set_script([text("again")])
     code, body = await api.call("POST", f"sessions/{session['id']}/messages", {"text": "more"})
-    assert code == 409 and "closed" in body["message"]
+    assert code == 202, body
+    assert body["restored"]["cells_rerun"] == 0  # idle-reaped: resumed
+    assert (await api.run_to_end(session["id"], since=body["next_seq"]))[-1]["answer"] == "again"
 
 
 @pytest.mark.codeagent(model=None, recording="demo/recorded.ipynb")

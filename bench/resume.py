@@ -1,0 +1,151 @@
+"""Benchmark: resume time against re-run cells, and the cost of workspace snapshots.
+
+    python bench/resume.py [--cells 5,20,50] [--small-files 1000] [--big-mb 100]
+
+Resume: a session of N light cells is recorded the way the CLI records one (``build_agent``
+with recorded model turns, the notebook recorder and the snapshot sink, a real sandbox), then
+resumed: ``plan`` (read the notebook) + ``rebuild`` (restore the snapshot, re-run the cells,
+restore again) in a second, already started sandbox. The table shows the resume time, the
+cells' own run time, and the difference: what resuming costs beyond the cells (target: at most
+2 s for 20 cells). Sandbox start is reported apart; a pool hides it on the server.
+
+Snapshots: a workspace of ``--small-files`` small files and one ``--big-mb`` file, captured
+first, then again unchanged (target: an unchanged 100 MB file costs at most 50 ms), then with
+one small file changed; once with the default large-file threshold (the big file referenced)
+and once with the big file copied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from codeagent_jupyter.agent import build_agent
+from codeagent_jupyter.config import AgentConfig
+from codeagent_jupyter.models.replay import ReplayModel
+from codeagent_jupyter.recorder import NotebookRecorder
+from codeagent_jupyter.restore import rebuild
+from codeagent_jupyter.resume import plan
+from codeagent_jupyter.sandbox import Sandbox
+from codeagent_jupyter.snapshot_sink import SnapshotRecorder
+from codeagent_jupyter.snapshots import SnapshotSettings, SnapshotStore
+
+
+def _turns(cells: int) -> list[dict]:
+    turns = []
+    for i in range(cells):
+        code = f"v{i} = sum(range({1000 + i}))\nopen('out{i % 5}.txt', 'w').write(str(v{i}))"
+        call = {"id": f"c{i}", "type": "function", "function": {"name": "run_cell"}}
+        call["function"]["arguments"] = json.dumps({"code": code})
+        turns.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    turns.append({"role": "assistant", "content": "done"})
+    return turns
+
+
+async def _resume_row(cells: int, base: Path, unconfined: bool) -> tuple:
+    ws = base / f"ws{cells}"
+    ws.mkdir()
+    out = base / f"s{cells}.ipynb"
+    async with Sandbox(workdir=ws, allow_unconfined=unconfined) as sandbox:
+        recorder = NotebookRecorder(out)
+        sink = SnapshotRecorder(
+            SnapshotStore.for_workspace(ws), ws, recorder.notebook.metadata["codeagent"]
+        )
+        config = AgentConfig(max_steps=cells + 1)
+        loop = build_agent(ReplayModel(_turns(cells)), sandbox, [sink, recorder], config)
+        finished = await loop.run("light work")
+        assert finished.status == "answered", finished.reason
+    fresh = base / f"fresh{cells}"
+    fresh.mkdir()
+    started = time.perf_counter()
+    sandbox = Sandbox(workdir=fresh, allow_unconfined=unconfined)
+    await sandbox.start()
+    start_s = time.perf_counter() - started
+    try:
+        began = time.perf_counter()
+        todo = plan(out)
+        done = await rebuild(todo, sandbox, SnapshotStore.for_workspace(ws))
+        total = time.perf_counter() - began
+        check = await sandbox.execute(f"print(v{cells - 1})")
+    finally:
+        await sandbox.shutdown()
+    own = sum(c.metadata["codeagent"].get("duration_s", 0.0) for _, c in todo.cells)
+    assert not done.problems, done.problems
+    assert str(sum(range(1000 + cells - 1))) in check.text
+    return cells, done.cells, start_s, total, own, total - own
+
+
+def _snapshot_rows(base: Path, small: int, big_mb: int) -> list[tuple]:
+    ws = base / "snapws"
+    ws.mkdir()
+    for i in range(small):
+        sub = ws / f"d{i % 20}"
+        sub.mkdir(exist_ok=True)
+        (sub / f"f{i}.txt").write_text(f"file {i}\n" * 10)
+    with open(ws / "big.bin", "wb") as f:
+        for _ in range(big_mb):
+            f.write(os.urandom(1 << 20))
+    rows = []
+    for label, settings in (
+        ("big file referenced", SnapshotSettings()),
+        ("big file copied", SnapshotSettings(large_file_bytes=(big_mb + 1) << 20)),
+    ):
+        store = SnapshotStore(base / f"store-{len(rows)}", settings)
+        t0 = time.perf_counter()
+        first = store.capture(ws)
+        t1 = time.perf_counter()
+        same = store.capture(ws, first.id)
+        t2 = time.perf_counter()
+        (ws / "d0" / "f0.txt").write_text("changed\n")
+        one = store.capture(ws, same.id)
+        t3 = time.perf_counter()
+        mib = store.stored_bytes() / (1 << 20)
+        rows.append((label, first.files, t1 - t0, t2 - t1, t3 - t2, mib, one.stored_bytes))
+        (ws / "d0" / "f0.txt").write_text("file 0\n" * 10)
+    big_only = SnapshotStore(base / "store-big")
+    big_ws = base / "bigonly"
+    big_ws.mkdir()
+    shutil.copyfile(ws / "big.bin", big_ws / "big.bin")
+    first = big_only.capture(big_ws)
+    t0 = time.perf_counter()
+    big_only.capture(big_ws, first.id)
+    rows.append(
+        (f"only the {big_mb} MB file, unchanged", 1, 0.0, time.perf_counter() - t0, 0, 0, 0)
+    )
+    return rows
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cells", default="5,20,50")
+    parser.add_argument("--small-files", type=int, default=1000)
+    parser.add_argument("--big-mb", type=int, default=100)
+    parser.add_argument("--isolation", choices=("auto", "none"), default="auto")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-resume-") as tmp:
+        base = Path(tmp)
+        print("| cells | re-run | sandbox start s | resume s | cells' own s | overhead s |")
+        print("|---:|---:|---:|---:|---:|---:|")
+        for n in (int(x) for x in args.cells.split(",")):
+            row = await _resume_row(n, base, args.isolation == "none")
+            print("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |".format(*row))
+        print()
+        print(
+            "| workspace | files | first s | unchanged s | one changed s | store MiB | new bytes |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for row in _snapshot_rows(base, args.small_files, args.big_mb):
+            print("| {} | {} | {:.3f} | {:.3f} | {:.3f} | {:.1f} | {} |".format(*row))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

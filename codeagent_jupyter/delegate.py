@@ -1,0 +1,180 @@
+"""The ``delegate`` tool: independent tasks run as child agents, in parallel, in sandboxes of
+their own, each starting from a snapshot of the parent's workspace.
+
+A child is a whole agent loop (same model, a step budget carved out for it) in a fresh
+sandbox whose workspace is a private copy of the parent's files at the moment of the call.
+When the children are done, the files each one wrote or changed are copied into the
+parent's workspace under ``delegates/<call>-<child>/`` (through the confined workspace, so
+nothing a child's code planted is followed), and one tool result lists each child's status,
+answer, files and time window. Each child's session is recorded as its own notebook next to
+the parent's. Cancelling the parent's run cancels the tool call, which cancels every child
+and shuts its sandbox down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .config import AgentConfig
+from .confined import ConfinementError, Workspace
+from .errors import ToolArgumentError
+from .outcome import ToolOutcome
+from .protocols import Model
+from .snapshots import SnapshotStore
+
+SCHEMA: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "delegate",
+        "description": (
+            "Run several independent tasks at once, each by a helper agent in its own sandbox "
+            "that starts with a copy of the workspace. Use it only for tasks that do not depend "
+            "on each other. Returns each helper's answer and the files it wrote (copied under "
+            "delegates/)."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "tasks": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1},
+                    "minItems": 1,
+                    "description": "One self-contained instruction per helper.",
+                }
+            },
+            "required": ["tasks"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class DelegateSettings:
+    """Limits on children, set by whoever runs the agent (the administrator on a server)."""
+
+    max_per_call: int = 3
+    """Tasks one ``delegate`` call may start."""
+    max_total: int = 6
+    """Children one session may start in all."""
+    child_max_steps: int = 10
+    """Model calls each child may make (its share of the parent's budget)."""
+
+
+class Delegator:
+    """Runs ``delegate`` calls for one parent session."""
+
+    def __init__(
+        self,
+        model: Model,
+        workdir: Path,
+        sandbox_factory: Callable[[Path], Any],
+        store: SnapshotStore,
+        notebooks: Path,
+        settings: DelegateSettings | None = None,
+    ) -> None:
+        self.model = model
+        self.workdir = Path(workdir)
+        self.sandbox_factory = sandbox_factory
+        """``workdir -> async context manager of a started sandbox`` (limits already chosen)."""
+        self.store = store
+        self.notebooks = Path(notebooks)
+        self.settings = settings or DelegateSettings()
+        self.started = 0
+        self.calls = 0
+
+    async def __call__(self, arguments: dict[str, Any]) -> ToolOutcome:
+        tasks = arguments.get("tasks")
+        if (
+            not isinstance(tasks, list)
+            or not tasks
+            or not all(isinstance(t, str) and t.strip() for t in tasks)
+        ):
+            raise ToolArgumentError("delegate needs 'tasks': a list of non-empty strings")
+        cap = self.settings
+        if len(tasks) > cap.max_per_call:
+            raise ToolArgumentError(f"delegate takes at most {cap.max_per_call} tasks per call")
+        if self.started + len(tasks) > cap.max_total:
+            left = cap.max_total - self.started
+            raise ToolArgumentError(f"only {left} more helper(s) may be started in this session")
+        self.started += len(tasks)
+        self.calls += 1
+        seed = self.store.capture(self.workdir).id
+        t0 = time.monotonic()
+        children = [self._child(f"{self.calls}-{i + 1}", t, seed, t0) for i, t in enumerate(tasks)]
+        results = await asyncio.gather(*children)
+        ok = all(r["status"] == "answered" for r in results)
+        text = json.dumps({"helpers": results}, indent=1)
+        return ToolOutcome("ok" if ok else "error", text)
+
+    async def _child(self, label: str, task: str, seed: str, t0: float) -> dict[str, Any]:
+        from .agent import build_agent
+        from .recorder import NotebookRecorder
+
+        tmp = Path(tempfile.mkdtemp(prefix="codeagent-child-"))
+        ws = tmp / "ws"
+        ws.mkdir()
+        result: dict[str, Any] = {"helper": label, "task": task}
+        try:
+            self.store.restore(seed, ws)
+            began = time.monotonic() - t0
+            async with self.sandbox_factory(ws) as sandbox:
+                notebook = self.notebooks / f"delegate-{label}.ipynb"
+                recorder = NotebookRecorder(notebook)
+                config = AgentConfig(max_steps=self.settings.child_max_steps)
+                loop = build_agent(self.model, sandbox, [recorder], config)
+                finished = await loop.run(task)
+            result |= {"status": finished.status, "answer": finished.answer or finished.reason}
+            result |= {"started_s": round(began, 3), "finished_s": round(time.monotonic() - t0, 3)}
+            result["files"] = self._bring_back(label, ws, seed)
+            result["notebook"] = notebook.name
+        finally:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(tmp)
+        return result
+
+    def _bring_back(self, label: str, ws: Path, seed: str) -> list[str]:
+        """Copy what the child wrote or changed into ``delegates/<label>/`` of the parent."""
+        changed = self.store.capture(ws, seed)
+        source, target = Workspace(ws), Workspace(self.workdir)
+        copied = []
+        for path in changed.changed[:200]:
+            try:
+                data = source.read_bytes(path, self.store.settings.large_file_bytes)
+                target.write_bytes(f"delegates/{label}/{path}", data)
+            except (ConfinementError, OSError):
+                continue
+            copied.append(f"delegates/{label}/{path}")
+        return copied
+
+
+class WithDelegate:
+    """A tool box plus ``delegate``: the standard tools are untouched, one is added."""
+
+    def __init__(self, inner: Any, delegator: Delegator) -> None:
+        self.inner = inner
+        self.delegator = delegator
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def names(self) -> set[str]:
+        return set(self.inner.names) | {"delegate"}
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [*self.inner.schemas(), json.loads(json.dumps(SCHEMA))]
+
+    async def call(self, name: str, arguments: dict[str, Any], **kw: Any) -> ToolOutcome:
+        if name == "delegate":
+            return await self.delegator(arguments)
+        return await self.inner.call(name, arguments, **kw)

@@ -1,0 +1,218 @@
+"""Bring a closed session back: resume it, fork it from a step, or pause it.
+
+A session closed by the idle reaper, by ``pause``, or cut off by a server restart
+(``interrupted``) is still its signed notebook plus the workspace snapshots the notebook
+lists. ``revive`` starts a new sandbox for it, restores the snapshot of the last (or the
+N-th) step, re-runs its successful cells, hands the model the conversation so far and starts
+the new run. A resume continues the same session (same id, same notebook, event numbering
+carried on); a fork is a new session whose notebook names its parent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from typing import Any
+
+from ..errors import ConfigError
+from ..restore import Rebuilt, rebuild
+from ..resume import ResumePlan, plan
+from ..snapshot_sink import SnapshotRecorder
+from ..snapshots import SnapshotStore
+from .bodies import body_schema
+from .errors import ApiError
+from .policy import check_text, session_limits
+from .session import AgentSession
+from .store import read_regular
+from .supply import shutdown_quietly
+
+PAUSED_REASON = "paused by the user"
+FORK = body_schema({"prompt": "string"}, {"step": "integer"})
+"""The body of ``POST …/fork``: the new request, and the step to fork after (default: end)."""
+
+
+def store_of(manager: Any) -> SnapshotStore:
+    """The server's snapshot store: in its state directory, out of every sandbox's reach."""
+    return SnapshotStore(manager.state_dir / "snapshots")
+
+
+def snapshot_sink(manager: Any, session: AgentSession, recorder: Any, workdir: Any) -> None:
+    """Snapshot ``workdir`` after each step, ahead of the recorder (so each save has it)."""
+    meta = recorder.notebook.metadata["codeagent"]
+    if session.snapshots is not None:  # resumed again: the same sink, the current notebook
+        session.snapshots.meta, session.snapshots.workdir = meta, workdir
+        return
+    session.snapshots = SnapshotRecorder(store_of(manager), workdir, meta)
+    session.bus.subscribe(session.snapshots.emit, first=True)
+
+
+def attach_hooks(manager: Any, session: AgentSession, loop: Any) -> None:
+    """The administrator's tool hooks around ``loop``'s tool calls (``c.CodeAgent.hooks``)."""
+    from ..hooks import HookChain
+
+    settings = manager.settings
+    names = list(getattr(settings, "hooks", None) or [])
+    if not names:
+        return
+    try:
+        chain = HookChain.from_names(
+            names,
+            dict(settings.hook_options),
+            timeout_s=settings.hook_timeout,
+            session_id=session.id,
+        )
+    except ConfigError as e:
+        raise ApiError(503, f"the tool hooks are misconfigured: {e}") from None
+    if session.hooks is not None:
+        session.bus.unsubscribe(session.hooks.emit)
+    session.hooks = chain
+    loop.runner.hooks = chain
+
+    session.bus.subscribe(chain.emit, on_end=lambda: chain.end_soon({"owner": session.owner}))
+
+
+def _plan(manager: Any, session: AgentSession, step: int | None) -> ResumePlan:
+    """The plan from the session's notebook, only if it is what this server signed."""
+    try:
+        text = read_regular(session.path)
+    except (OSError, UnicodeDecodeError):
+        raise ApiError(409, f"session {session.id} has no notebook to resume from") from None
+    refused = manager.signer.verify(session.path, text)
+    if refused is not None:
+        raise ApiError(409, f"session {session.id} cannot be resumed: {refused}")
+    try:
+        return plan(session.path, step)
+    except ConfigError as e:
+        raise ApiError(400 if step is not None else 409, str(e)) from None
+
+
+async def revive(
+    manager: Any, parent: AgentSession, prompt: str, *, step: int | None = None, fork: bool = False
+) -> tuple[AgentSession, Rebuilt]:
+    """Resume ``parent`` (or fork it after ``step``) and start the run of ``prompt``."""
+    from ..agent import build_agent
+    from ..recorder import NotebookRecorder
+
+    check_text(prompt, manager.settings.max_prompt_chars, "the message")
+    if parent.running or (not fork and not parent.closed):
+        raise ApiError(409, f"session {parent.id} is not closed; send it a message instead")
+    todo = _plan(manager, parent, step)
+    if fork and manager.open_count(parent.owner) >= manager.settings.max_sessions_per_user:
+        raise ApiError(429, "too many open sessions; delete one (DELETE /sessions/ID) first")
+    workdir = manager.resolver.workdir_for(parent.notebook_path)
+    try:
+        limits = session_limits(manager.default_limits, todo.limits)
+    except ApiError:  # the administrator lowered the ceiling since: today's limits
+        limits = manager.default_limits
+    try:
+        model = manager.models.model_for(parent.model or None)
+    except ApiError:
+        model = manager.models.model_for(None)
+    if fork:
+        new_id = uuid.uuid4().hex[:12]
+        session = AgentSession(
+            new_id,
+            owner=parent.owner,
+            path=manager.sessions_dir / f"{new_id}.ipynb",
+            notebook_path=parent.notebook_path,
+            model=model.name,
+        )
+        manager.sessions[new_id] = session
+    else:
+        session = parent
+        session.closed = False  # counted as open again while it starts
+        session.loop = None  # "starting": the idle reaper leaves it alone meanwhile
+        session.last_activity = time.monotonic()
+    try:
+        sandbox = await manager.supply.get(parent.owner, workdir, limits)
+    except BaseException:
+        _undo(manager, session, fork)
+        raise
+    try:
+        rebuilt = await rebuild(todo, sandbox, store_of(manager))
+        if fork:
+            recorder = NotebookRecorder(
+                session.path, session_id=session.id, on_saved=manager.signer.saved
+            )
+            recorder.notebook.metadata["codeagent"]["parent"] = {
+                "session_id": parent.id,
+                "run": todo.run,
+                "step": todo.step,
+            }
+            session.bus.subscribe(recorder.emit)
+        elif parent.recorder is not None:
+            recorder = parent.recorder
+        else:
+            recorder = manager.signer.reopen(parent.path)
+            session.bus.subscribe(recorder.emit)
+        meta = recorder.notebook.metadata["codeagent"]
+        meta.setdefault("restores", []).append(rebuilt.to_dict())
+        snapshot_sink(manager, session, recorder, workdir)
+        config = manager.settings.agent_config()
+        config.extra_context.update({"owner": parent.owner, "notebook_path": parent.notebook_path})
+        loop = build_agent(
+            model, sandbox, session.bus, config, workdir=workdir, approver=session.approve
+        )
+        loop.messages += todo.messages
+        loop.messages.append({"role": "user", "content": rebuilt.note_for_model()})
+        loop.run_index = len(meta.get("runs", []))
+        attach_hooks(manager, session, loop)
+        if session.closed:  # deleted (or the server stopping) while it was rebuilt
+            raise ApiError(409, f"session {session.id} was closed while resuming")
+    except BaseException:
+        _undo(manager, session, fork)
+        await shutdown_quietly(sandbox)
+        raise
+    session.bus.closed = False
+    session.paused = False
+    session.restored = rebuilt.to_dict() | {"summary": rebuilt.summary}
+    session.attach(loop, sandbox, recorder)
+    session.start_run(prompt)
+    return session, rebuilt
+
+
+def _undo(manager: Any, session: AgentSession, fork: bool) -> None:
+    if fork:
+        manager.sessions.pop(session.id, None)
+    else:
+        session.closed = True
+
+
+async def pause(session: AgentSession, *, wait_s: float) -> None:
+    """Stop after the tool call in flight (a model request is dropped), then close.
+
+    The run ends ``cancelled`` with the reason ``paused by the user``; the workspace was
+    snapshotted after the last step that ran code, and the sandbox is shut down. A message
+    to the session resumes it.
+    """
+    session.paused = True
+    if session.running and session.loop is not None:
+        loop = session.loop
+        if not _in_tool_call(session):
+            loop.stop.request("cancelled", PAUSED_REASON)
+        else:
+
+            def after_call(event: Any) -> None:
+                if event.type == "tool_call_finished":
+                    loop.stop.request("cancelled", PAUSED_REASON)
+                    session.bus.unsubscribe(after_call)
+
+            session.bus.subscribe(after_call)
+        if session.task is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(session.task), wait_s)
+    await session.close()
+
+
+def _in_tool_call(session: AgentSession) -> bool:
+    started, finished = set(), set()
+    for event in reversed(session.bus.events):
+        if event.type == "run_started":
+            break
+        if event.type == "tool_call_started":
+            started.add(event.tool_call_id)
+        elif event.type == "tool_call_finished":
+            finished.add(event.tool_call_id)
+    return bool(started - finished)
