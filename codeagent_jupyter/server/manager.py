@@ -57,6 +57,7 @@ class SessionManager:
             log=self.log,
             allow_unconfined=settings.allow_unconfined,
             kernel_manager_class=settings.kernel_manager_class,
+            backend=settings.sandbox_backend_of(),
         )
         self.signer = SessionSigner(self.state_dir, self.log)
         self.models = ModelRegistry(settings, self.root_dir)
