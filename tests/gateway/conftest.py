@@ -7,6 +7,7 @@ test also proves the token reaches both the REST calls and the WebSocket.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -115,10 +116,8 @@ def stop_gateway(gateway: Gateway, sig: int = signal.SIGTERM) -> None:
             os.kill(gateway.process.pid, signal.SIGKILL)
             gateway.process.wait()
     # Kernels it started live in its process group; none may outlive a test module.
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(gateway.process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def gateway_kernels(gateway: Gateway) -> list[dict[str, object]]:
