@@ -69,6 +69,8 @@ class GatewayWire:
             if e.response is not None and e.response.body:
                 with contextlib.suppress(ValueError, AttributeError):
                     reason = json.loads(e.response.body).get("message", "")
+            if e.code in (401, 403):
+                reason = f"{reason} (check the gateway token)".strip()
             raise GatewayError(f"gateway {method} {path}: HTTP {e.code} {reason}".strip()) from e
         except (OSError, asyncio.TimeoutError) as e:
             raise GatewayError(f"gateway unreachable at {self.url}: {e}") from e
