@@ -70,7 +70,7 @@ async def test_gateway_killed_mid_cell_is_an_exec_result(tmp_path: Path) -> None
 
 async def test_wrong_token_is_a_clear_error(gateway: Gateway, workspace: Path) -> None:
     box = make_backend("gateway", gateway.url, "not-the-token").create(workspace, LIMITS)
-    with pytest.raises(SandboxError, match="HTTP 401 .*check the gateway token"):
+    with pytest.raises(SandboxError, match=r"HTTP 401 .*check the gateway token"):
         await box.start()
 
 
@@ -88,9 +88,7 @@ async def test_unreachable_gateway_fails_to_start_with_one_line(workspace: Path)
         await box.start()
 
 
-async def test_culled_pooled_kernel_is_never_handed_out(
-    gateway: Gateway, workspace: Path
-) -> None:
+async def test_culled_pooled_kernel_is_never_handed_out(gateway: Gateway, workspace: Path) -> None:
     backend = make_backend("gateway", gateway.url, gateway.token)
     pool = SandboxPool(size=1, workdir=workspace, limits=LIMITS, backend=backend)
     await pool.start()
