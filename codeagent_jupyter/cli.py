@@ -42,6 +42,21 @@ def _add_isolation(parser: argparse.ArgumentParser) -> None:
         help="auto: refuse to run without pid and filesystem isolation; none: allow an "
         "UNCONFINED sandbox where the machine cannot isolate (its code can read your files)",
     )
+    parser.add_argument(
+        "--gateway-url",
+        default="",
+        help="run the sandbox kernel on this Jupyter kernel gateway instead of locally "
+        "(token from $CODEAGENT_GATEWAY_TOKEN; the workspace must be the same path there)",
+    )
+
+
+def _sandbox(args: argparse.Namespace, workdir: Path, limits: SandboxLimits | None = None) -> Any:
+    """An unstarted sandbox from the backend the flags chose (local unless --gateway-url)."""
+    from .sandbox.backend import make_backend
+
+    kind = "gateway" if args.gateway_url else "local"
+    backend = make_backend(kind, args.gateway_url, allow_unconfined=args.isolation == "none")
+    return backend.create(workdir, limits or SandboxLimits())
 
 
 def _announce(sandbox: Any) -> None:
@@ -203,7 +218,6 @@ async def _run(args: argparse.Namespace) -> int:
     from .agent import build_agent
     from .models.openai_chat import OpenAIChatModel, resolve_settings
     from .recorder import NotebookRecorder
-    from .sandbox import Sandbox
 
     model_name, base_url, api_key = resolve_settings(args.model, args.base_url)
     workdir = _workdir(args.workdir)
@@ -218,8 +232,7 @@ async def _run(args: argparse.Namespace) -> int:
         model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens
     )
     context = build_context(workdir, notebook)
-    unconfined = args.isolation == "none"
-    async with Sandbox(workdir=workdir, limits=limits, allow_unconfined=unconfined) as sandbox:
+    async with _sandbox(args, workdir, limits) as sandbox:
         _announce(sandbox)
         recorder = NotebookRecorder(out, session_id=session_id)
         sinks: list[EventSink] = [recorder, ProgressPrinter()]
@@ -235,7 +248,6 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
     from .agent import build_agent
     from .models.replay import ReplayModel
     from .recorder import NotebookRecorder, load_session
-    from .sandbox import Sandbox
 
     session = _load_session(load_session, args.session)
     if not any(session.turns):
@@ -249,8 +261,7 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
         out.unlink()
     label = f"recorded turns of {session.model}" if session.model else "recorded turns"
     model = ReplayModel(_flat_turns(session.turns), name=label, base_url="")
-    unconfined = args.isolation == "none"
-    async with Sandbox(workdir=workdir, allow_unconfined=unconfined) as sandbox:
+    async with _sandbox(args, workdir) as sandbox:
         _announce(sandbox)
         recorder = NotebookRecorder(out)
         sinks: list[EventSink] = [recorder, ProgressPrinter()]
@@ -261,12 +272,10 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
 
 async def _reexecute(args: argparse.Namespace) -> int:
     from .reexecute import reexecute
-    from .sandbox import Sandbox
 
     notebook = _read_notebook(args.session)
     workdir = _workdir(args.workdir)
-    unconfined = args.isolation == "none"
-    async with Sandbox(workdir=workdir, allow_unconfined=unconfined) as sandbox:
+    async with _sandbox(args, workdir) as sandbox:
         _announce(sandbox)
         checks = await reexecute(notebook, sandbox)
     for check in checks:
