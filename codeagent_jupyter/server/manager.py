@@ -116,6 +116,8 @@ class SessionManager:
         enforcement = pool.pop("enforcement", None) or self.supply.enforcement
         known = enforcement is not None
         sandbox = {
+            "backend": self.supply.backend.describe(),
+            "effective_limits": enforcement.get("limits") if known else None,
             "limits": self.default_limits.to_dict(),
             "enforcement": enforcement,
             "allow_unconfined": self.supply.allow_unconfined,
