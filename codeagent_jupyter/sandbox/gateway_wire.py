@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import uuid
 from datetime import datetime, timezone
 from typing import Any
@@ -95,6 +96,7 @@ class GatewayWire:
             self._ws = await websocket_connect(request, max_message_size=256 * 1024 * 1024)
         except (OSError, HTTPClientError, asyncio.TimeoutError) as e:
             raise GatewayError(f"gateway unreachable at {self.url}: {e}") from e
+        self._ws.stream.set_nodelay(True)
         self._reader = asyncio.get_running_loop().create_task(self._read(self._ws))
 
     @property
@@ -106,6 +108,7 @@ class GatewayWire:
             raw = await ws.read_message()
             if raw is None:
                 break
+            _quick_ack(ws)
             if isinstance(raw, bytes):
                 continue  # binary frames carry buffers (widgets); not part of a cell's text
             try:
@@ -190,6 +193,15 @@ class GatewayWire:
         if kernel_id:
             with contextlib.suppress(GatewayError):
                 await self.rest("DELETE", f"/api/kernels/{kernel_id}", timeout=10.0)
+
+
+def _quick_ack(ws: WebSocketClientConnection) -> None:
+    """Acknowledge at once: the gateway writes a cell's messages one by one without
+    TCP_NODELAY, so with delayed ACKs each burst after the first waits ~40 ms (Nagle)."""
+    sock = getattr(getattr(ws, "stream", None), "socket", None)
+    if sock is not None and hasattr(socket, "TCP_QUICKACK"):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
 
 
 def _kind(msg: dict[str, Any]) -> str:
