@@ -7,10 +7,9 @@ gateway host, which applies the limits sent as ``KERNEL_CODEAGENT_*`` variables 
 ceiling the operator set there (``CODEAGENT_SANDBOX_MAX_LIMITS``); ``limits`` and
 ``enforcement`` are what the launcher reports it applied, not what was asked for.
 
-A cell is complete when both its ``execute_reply`` and its ``status: idle`` have arrived
-(output can follow the reply). While it runs, a kernel that is silent for a second is
-asked for ``kernel_info`` on the control channel; no answer, or the gateway announcing a
-restart, means the kernel died: the result says ``died`` and a fresh kernel replaces it.
+A cell is complete when both its ``execute_reply`` and its ``status: idle`` have arrived;
+a kernel that dies under a cell is reported as ``died`` as soon as the gateway announces
+it, and a fresh kernel replaces it (see ``gateway_cell``).
 Restart is delete-then-start, so a kernel id is not stable across restarts.
 """
 
@@ -29,16 +28,12 @@ from ..errors import ConfigError, SandboxError
 from ..protocols import ExecResult, OutputCallback
 from .disk import disk_note
 from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV
+from .gateway_cell import UNREACHABLE, collect, result
 from .gateway_wire import CLOSED, GatewayError, GatewayWire
 from .isolation import ENFORCEMENT_ENV
-from .outputs import TEXT_LIMIT, OutputCollector, render_text
+from .outputs import TEXT_LIMIT, OutputCollector
 from .paths import workspace_problem
 
-UNREACHABLE = "gateway unreachable"
-_QUIET_S = 0.5
-"""Silence after which the kernel is asked whether it is alive."""
-_ANSWER_S = 1.2
-"""How long a live kernel has to answer ``kernel_info`` (a dead one is reported by then)."""
 _SHELL_MOD = "codeagent_jupyter.sandbox.shell"
 _ENFORCED_BY_CLIENT = {
     "cell_timeout": "interrupt, then restart",
@@ -256,7 +251,7 @@ class GatewaySandbox:
         start = time.monotonic()
         collector = OutputCollector(self.limits.output_bytes, on_output)
         if not await self._revive(notes):
-            return self._result("died", collector, start, None, notes), {}
+            return result(self.text_limit, "died", collector, start, None, notes), {}
         content = {
             "code": code,
             "silent": False,
@@ -268,108 +263,14 @@ class GatewaySandbox:
         try:
             queue = self.wire.send("shell", "execute_request", content)
         except GatewayError as e:
-            return self._result("died", collector, start, None, [f"{UNREACHABLE}: {e}"]), {}
+            return result(
+                self.text_limit, "died", collector, start, None, [f"{UNREACHABLE}: {e}"]
+            ), {}
         try:
-            return await self._collect(queue, collector, start, timeout, notes)
+            return await collect(self, queue, collector, start, timeout, notes)
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 await self.interrupt()
             raise
         finally:
             self.wire.forget(queue)
-
-    async def _collect(
-        self,
-        queue: asyncio.Queue[dict[str, Any]],
-        collector: OutputCollector,
-        start: float,
-        timeout: float | None,
-        notes: list[str],
-    ) -> tuple[ExecResult, dict[str, Any]]:
-        timeout = self.limits.cell_timeout if timeout is None else timeout
-        reply: dict[str, Any] | None = None
-        idle, count, interrupted_at = False, None, None
-        reconnected = False
-        heard = time.monotonic()
-        while reply is None or not idle:
-            now = time.monotonic()
-            if interrupted_at is None and now - start >= timeout:
-                await self.interrupt()
-                interrupted_at = now
-            elif interrupted_at is not None and now - interrupted_at >= self.interrupt_grace:
-                notes.append(
-                    f"interrupted after {timeout:g} s (cell_timeout); it did not stop within "
-                    f"{self.interrupt_grace:g} s, so the kernel was restarted; state lost"
-                )
-                return await self._replace("timeout", collector, start, count, notes), {}
-            try:
-                msg = await asyncio.wait_for(queue.get(), _QUIET_S)
-            except asyncio.TimeoutError:
-                if await self.wire.kernel_info(_ANSWER_S):
-                    heard = time.monotonic()
-                    continue
-                msg = {"gone": True} if self.wire.connected else CLOSED
-            if msg is CLOSED and not reconnected:
-                reconnected = True  # one reconnect: a dropped socket is not a dead kernel
-                with contextlib.suppress(GatewayError):
-                    await self.wire.connect()
-                    continue
-                notes.append(f"{UNREACHABLE} at {self.wire.url}")
-                return self._result("died", collector, start, count, notes), {}
-            if msg is CLOSED:
-                notes.append(f"{UNREACHABLE} at {self.wire.url}")
-                return self._result("died", collector, start, count, notes), {}
-            if msg.get("gone"):
-                notes.append(
-                    f"kernel died (silent {time.monotonic() - heard:.1f} s or "
-                    "restarted by the gateway); restarted; state lost"
-                )
-                return await self._replace("died", collector, start, count, notes), {}
-            heard = time.monotonic()
-            kind = msg["header"]["msg_type"]
-            if msg.get("channel") == "shell" and kind == "execute_reply":
-                reply = msg
-            elif kind == "status":
-                idle = idle or msg["content"].get("execution_state") == "idle"
-            elif kind == "execute_input":
-                count = msg["content"].get("execution_count")
-            else:
-                collector.add(msg)
-        reply_content = reply["content"]
-        count = reply_content.get("execution_count", count)
-        if interrupted_at is not None:
-            notes.append(f"interrupted after {timeout:g} s (cell_timeout); state kept")
-            status = "timeout"
-        else:
-            status = "ok" if reply_content.get("status") == "ok" else "error"
-        exprs = reply_content.get("user_expressions") or {}
-        return self._result(status, collector, start, count, notes), exprs
-
-    async def _replace(
-        self, status: str, collector: OutputCollector, start: float, count: Any, notes: list[str]
-    ) -> ExecResult:
-        end = time.monotonic()
-        try:
-            await self.restart()
-        except (GatewayError, SandboxError) as e:
-            notes.append(f"could not start a new kernel: {e}")
-        return self._result(status, collector, start, count, notes, end)
-
-    def _result(
-        self,
-        status: str,
-        collector: OutputCollector,
-        start: float,
-        count: Any,
-        notes: list[str],
-        end: float | None = None,
-    ) -> ExecResult:
-        outputs = collector.finish()
-        return ExecResult(
-            status=status,
-            outputs=outputs,
-            text=render_text(outputs, self.text_limit),
-            duration_s=(end or time.monotonic()) - start,
-            execution_count=count,
-            note="; ".join(notes),
-        )
