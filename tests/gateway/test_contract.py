@@ -62,7 +62,7 @@ async def test_every_one_of_3000_fast_lines_arrives(sandbox: Any) -> None:
     assert text.splitlines() == [f"line {i}" for i in range(3000)]
 
 
-async def test_output_after_the_reply_is_kept(sandbox: Any) -> None:
+async def test_output_from_a_thread_is_kept(sandbox: Any) -> None:
     code = (
         "import threading, time, sys\n"
         "def late():\n    time.sleep(0.3); print('late line', flush=True)\n"
@@ -88,7 +88,8 @@ async def test_kernel_death_mid_cell_is_died_then_a_fresh_kernel(sandbox: Any) -
 
 
 async def test_restarts_all_succeed(sandbox: Any) -> None:
-    for i in range(8):
+    remote = type(sandbox).__name__ == "GatewaySandbox"
+    for i in range(10 if remote else 5):  # the gateway's restart path is the one in doubt
         await sandbox.execute(f"n = {i}")
         await sandbox.restart()
         result = await sandbox.execute("'n' in dir()")

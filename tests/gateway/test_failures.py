@@ -109,3 +109,61 @@ async def test_culled_pooled_kernel_is_never_handed_out(gateway: Gateway, worksp
     finally:
         await pool.shutdown()
     assert json.dumps(pool.status()["failures"]) == "0"
+
+
+class Relay:
+    """A TCP relay in front of the gateway that the test cuts, as a network drop would."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.writers: list[asyncio.StreamWriter] = []
+        self.server: asyncio.AbstractServer | None = None
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.port)
+        self.writers += [writer, up_writer]
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            while data := await src.read(65536):
+                dst.write(data)
+                await dst.drain()
+            dst.close()
+
+        await asyncio.gather(
+            pipe(reader, up_writer), pipe(up_reader, writer), return_exceptions=True
+        )
+
+    def cut(self) -> None:
+        for writer in self.writers:
+            writer.transport.abort()
+        self.writers.clear()
+
+    async def close(self) -> None:
+        self.cut()
+        if self.server is not None:
+            self.server.close()
+
+
+async def test_a_dropped_socket_is_reconnected_and_the_cell_completes(
+    gateway: Gateway, workspace: Path
+) -> None:
+    relay = Relay(int(gateway.url.rsplit(":", 1)[1]))
+    url = await relay.start()
+    try:
+        box = make_backend("gateway", url, gateway.token).create(workspace, LIMITS)
+        async with box:
+            await box.execute("kept = 7")
+            code = "import time; print('before', flush=True); time.sleep(2); print('after')"
+            running = asyncio.ensure_future(box.execute(code))
+            await asyncio.sleep(0.8)
+            relay.cut()
+            result = await running
+            assert result.status == "ok", result
+            assert "after" in result.text
+            assert (await box.execute("kept")).text == "7"  # the same kernel, state kept
+    finally:
+        await relay.close()
