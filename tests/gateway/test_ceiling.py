@@ -106,3 +106,11 @@ def test_gateway_variables_without_a_ceiling_are_refused(tmp_path: Path) -> None
         resolve({KERNEL_LIMITS_ENV: '{"memory_mb": 300}'}, str(tmp_path))
     local = resolve({LIMITS_ENV: '{"memory_mb": 300}'}, str(tmp_path))
     assert local[0].memory_mb == 300  # our own server, locally: unchanged
+
+
+def test_only_the_ceiling_allows_an_unconfined_kernel(tmp_path: Path) -> None:
+    strict = {MAX_LIMITS_ENV: json.dumps({"workspace_root": str(tmp_path)})}
+    asked = {**strict, "CODEAGENT_SANDBOX_ALLOW_UNCONFINED": "1"}
+    assert resolve(asked, str(tmp_path))[2] is False  # a request cannot choose it
+    pod = {MAX_LIMITS_ENV: json.dumps({"workspace_root": str(tmp_path), "allow_unconfined": True})}
+    assert resolve(pod, str(tmp_path))[2] is True  # the operator can (the pod isolates)
