@@ -72,6 +72,8 @@ class GatewaySandbox:
         self.enforcement: dict[str, Any] = {}
         self.wire = GatewayWire(url, token)
         self._started = False
+        self._closed = True
+        """Not started yet, or shut down by its owner: ``execute`` raises, as locally."""
         self._lock = asyncio.Lock()
 
     async def __aenter__(self) -> GatewaySandbox:
@@ -99,6 +101,7 @@ class GatewaySandbox:
         """Start a kernel on the gateway and wait until it answers; ``SandboxError`` if not."""
         if self._started:
             return
+        self._closed = False
         try:
             await self.wire.start_kernel(self.kernel_name, self._env())
             await self._connect()
@@ -176,7 +179,7 @@ class GatewaySandbox:
 
     async def shutdown(self) -> None:
         """Delete the kernel on the gateway (a gateway already gone is no error)."""
-        self._started = False
+        self._started, self._closed = False, True
         await self.wire.delete_kernel()
 
     async def restart(self) -> None:
@@ -224,12 +227,15 @@ class GatewaySandbox:
 
     async def _revive(self, notes: list[str]) -> bool:
         """Before a cell: reconnect a dropped socket, or replace a dead kernel."""
-        if not self._started:
+        if self._closed:
             raise SandboxError("sandbox is not started")
-        if self.wire.connected and not self.wire.kernel_gone.is_set():
+        if self._started and self.wire.connected and not self.wire.kernel_gone.is_set():
             return True
         try:
-            if self.wire.kernel_gone.is_set():
+            if not self._started:  # an earlier replacement failed: try again now
+                await self.start()
+                notes.append("a new kernel was started; state lost")
+            elif self.wire.kernel_gone.is_set():
                 await self.restart()
                 notes.append("kernel died while idle; restarted; state lost")
             else:
