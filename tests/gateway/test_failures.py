@@ -14,7 +14,7 @@ import pytest
 from codeagent_jupyter.errors import SandboxError
 from codeagent_jupyter.sandbox import SandboxLimits, SandboxPool
 from codeagent_jupyter.sandbox.backend import make_backend
-from tests.gateway.conftest import Gateway, start_gateway, stop_gateway
+from tests.gateway.conftest import Gateway, gateway_kernels, start_gateway, stop_gateway
 
 LIMITS = SandboxLimits(cell_timeout=30)
 
@@ -167,3 +167,37 @@ async def test_a_dropped_socket_is_reconnected_and_the_cell_completes(
             assert (await box.execute("kept")).text == "7"  # the same kernel, state kept
     finally:
         await relay.close()
+
+
+async def test_kernels_the_gateway_culls_are_never_handed_out(tmp_path: Path) -> None:
+    culling = (
+        "--MappingKernelManager.cull_idle_timeout=2",
+        "--MappingKernelManager.cull_interval=1",
+        "--MappingKernelManager.cull_connected=True",  # pooled kernels hold a socket
+    )
+    gateway = start_gateway(tmp_path, *culling)
+    try:
+        workspace = gateway.root / "w"
+        workspace.mkdir()
+        backend = make_backend("gateway", gateway.url, gateway.token)
+        pool = SandboxPool(size=1, workdir=workspace, limits=LIMITS, backend=backend)
+        await pool.start()
+        try:
+            pooled = pool._ready[0].kernel_id
+            for _ in range(100):  # the gateway's own culler, not us, ends it
+                listed = {str(k["id"]) for k in gateway_kernels(gateway)}
+                if pooled not in listed:
+                    break
+                await asyncio.sleep(0.2)
+            lines = gateway.log_text().splitlines()
+            assert any("Culling" in line and str(pooled) in line for line in lines)
+            box = await pool.acquire()
+            try:
+                assert box.kernel_id != pooled
+                assert (await box.execute("3 + 3")).text == "6"
+            finally:
+                await box.shutdown()
+        finally:
+            await pool.shutdown()
+    finally:
+        stop_gateway(gateway)
