@@ -1,11 +1,13 @@
 """Sandbox benchmark: start-up, pool hand-out, round-trip overhead, idle memory, file tools.
 
 Run: ``python bench/sandbox.py [--cold 5] [--acquire 10] [--cells 200] [--files 300]
-[--only files]``. Prints Markdown tables measured in this run. The raw baseline drives the
-stock ``python3`` kernel with jupyter_client directly, waiting for the same messages
-``Sandbox.execute`` waits for (the shell reply and the idle status), so the ratio is our
-overhead. The file tool round trip reads and writes 1 KB and 1 MB through
-``confined.Workspace`` (what the file tools use) and through plain ``open``.
+[--only files|gateway] [--gateway]``. Prints Markdown tables measured in this run. The raw
+baseline drives the stock ``python3`` kernel with jupyter_client directly, waiting for the
+same messages ``Sandbox.execute`` waits for (the shell reply and the idle status), so the
+ratio is our overhead. The file tool round trip reads and writes 1 KB and 1 MB through
+``confined.Workspace`` (what the file tools use) and through plain ``open``. The gateway
+column (``bench/sandbox_gateway.py``) compares the local backend with a real kernel gateway
+on this machine.
 """
 
 from __future__ import annotations
@@ -210,11 +212,21 @@ async def main() -> None:
     parser.add_argument("--acquire", type=int, default=10, help="pool acquisitions to time")
     parser.add_argument("--cells", type=int, default=200, help="1+1 round trips to time")
     parser.add_argument("--files", type=int, default=300, help="file reads/writes to time")
-    parser.add_argument("--only", choices=["files"], help="run just this section")
+    parser.add_argument("--only", choices=["files", "gateway"], help="run just this section")
+    parser.add_argument(
+        "--gateway", action="store_true", help="add the gateway column (a real kernel gateway)"
+    )
     args = parser.parse_args()
     if args.only == "files":
         file_round_trips(args.files)
         return
+    if args.only == "gateway" or args.gateway:
+        from sandbox_gateway import gateway_table
+
+        await gateway_table(cold=args.cold, acquire=args.acquire, cells=args.cells)
+        if args.only == "gateway":
+            return
+        print()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         cold = await cold_start(workdir, args.cold)

@@ -44,6 +44,21 @@ def _add_isolation(parser: argparse.ArgumentParser) -> None:
         help="auto: refuse to run without pid and filesystem isolation; none: allow an "
         "UNCONFINED sandbox where the machine cannot isolate (its code can read your files)",
     )
+    parser.add_argument(
+        "--gateway-url",
+        default="",
+        help="run the sandbox kernel on this Jupyter kernel gateway instead of locally "
+        "(token from $CODEAGENT_GATEWAY_TOKEN; the workspace must be the same path there)",
+    )
+
+
+def _sandbox(args: argparse.Namespace, workdir: Path, limits: SandboxLimits | None = None) -> Any:
+    """An unstarted sandbox from the backend the flags chose (local unless --gateway-url)."""
+    from .sandbox.backend import make_backend
+
+    kind = "gateway" if args.gateway_url else "local"
+    backend = make_backend(kind, args.gateway_url, allow_unconfined=args.isolation == "none")
+    return backend.create(workdir, limits or SandboxLimits())
 
 
 def _announce(sandbox: Any) -> None:
@@ -243,7 +258,6 @@ async def _run(args: argparse.Namespace) -> int:
     from .agent import build_agent
     from .models.openai_chat import OpenAIChatModel, resolve_settings
     from .recorder import NotebookRecorder
-    from .sandbox import Sandbox
 
     model_name, base_url, api_key = resolve_settings(args.model, args.base_url)
     workdir = _workdir(args.workdir)
@@ -257,8 +271,7 @@ async def _run(args: argparse.Namespace) -> int:
     )
     context = build_context(workdir, notebook)
     hooks = hook_chain(args.hook, session_id)
-    unconfined = args.isolation == "none"
-    async with Sandbox(workdir=workdir, limits=limits, allow_unconfined=unconfined) as sandbox:
+    async with _sandbox(args, workdir, limits) as sandbox:
         _announce(sandbox)
         recorder = NotebookRecorder(out, session_id=session_id)
         sinks: list[EventSink] = [recorder, ProgressPrinter()]
@@ -268,8 +281,8 @@ async def _run(args: argparse.Namespace) -> int:
             sinks.append(hooks)
         loop = build_agent(model, sandbox, sinks, config, workdir=workdir, context=context)
 
-        def child_sandbox(path: Path) -> Sandbox:
-            return Sandbox(workdir=path, limits=limits, allow_unconfined=unconfined)
+        def child_sandbox(path: Path) -> Any:
+            return _sandbox(args, path, limits)
 
         loop = with_delegate(loop, args.delegate, model, workdir, child_sandbox)
         loop.runner.hooks = hooks
@@ -286,7 +299,6 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
     from .agent import build_agent
     from .models.replay import ReplayModel
     from .recorder import NotebookRecorder, load_session
-    from .sandbox import Sandbox
 
     session = _load_session(load_session, args.session)
     if not any(session.turns):
@@ -300,8 +312,7 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
         out.unlink()
     label = f"recorded turns of {session.model}" if session.model else "recorded turns"
     model = ReplayModel(_flat_turns(session.turns), name=label, base_url="")
-    unconfined = args.isolation == "none"
-    async with Sandbox(workdir=workdir, allow_unconfined=unconfined) as sandbox:
+    async with _sandbox(args, workdir) as sandbox:
         _announce(sandbox)
         recorder = NotebookRecorder(out)
         sinks: list[EventSink] = [recorder, ProgressPrinter()]
@@ -312,12 +323,10 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
 
 async def _reexecute(args: argparse.Namespace) -> int:
     from .reexecute import reexecute
-    from .sandbox import Sandbox
 
     notebook = _read_notebook(args.session)
     workdir = _workdir(args.workdir)
-    unconfined = args.isolation == "none"
-    async with Sandbox(workdir=workdir, allow_unconfined=unconfined) as sandbox:
+    async with _sandbox(args, workdir) as sandbox:
         _announce(sandbox)
         checks = await reexecute(notebook, sandbox)
     for check in checks:

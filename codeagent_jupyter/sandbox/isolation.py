@@ -61,6 +61,10 @@ _ALLOWED_NAMES = frozenset(
         LIMITS_ENV,
         WORKDIR_ENV,
         ALLOW_UNCONFINED_ENV,
+        # A gateway's request and the operator's ceiling (see gateway_ceiling.py).
+        "KERNEL_CODEAGENT_LIMITS",
+        "KERNEL_CODEAGENT_WORKDIR",
+        "CODEAGENT_SANDBOX_MAX_LIMITS",
     }
 )
 _ALLOWED_PREFIXES = ("LC_",)

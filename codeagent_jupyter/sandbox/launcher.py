@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
-from . import cgroup
+from . import cgroup, gateway_ceiling
 from .cpu import THREAD_VARIABLES, CPUBudget, pool_threads
+from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV, MAX_LIMITS_ENV
 from .isolation import (
-    ALLOW_UNCONFINED_ENV,
     ENFORCEMENT_ENV,
     INNER_ENV,
     LIMITS_ENV,
@@ -149,15 +149,18 @@ def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     ``kernel_args`` (e.g. ``--matplotlib=inline`` from nbclient) are for ipykernel.
     """
     kernel_args = kernel_args or []
-    limits = _limits()
+    try:
+        limits, workdir, unconfined_ok = gateway_ceiling.resolve(os.environ, os.getcwd())
+    except ValueError as e:
+        _refuse(connection_file, str(e))
     info = json.loads(connection_file.read_text())
-    workdir = Path(os.environ.get(WORKDIR_ENV) or os.getcwd()).resolve()
     problem = workspace_problem(workdir)
     if problem:
         _refuse(connection_file, problem)
-    unconfined_ok = os.environ.get(ALLOW_UNCONFINED_ENV) == "1"
     env = scrub_env(os.environ)
-    env[WORKDIR_ENV] = str(workdir)
+    for requested in (KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV, MAX_LIMITS_ENV):
+        env.pop(requested, None)
+    env.update(gateway_ceiling.applied_env(limits, workdir))
     env["MALLOC_ARENA_MAX"] = "2"
     mpl_cache = _host_mpl_cache()
     _warm_mpl_cache(mpl_cache, env)
@@ -282,7 +285,7 @@ def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     """Apply per-process limits and run ipykernel in this process."""
     kernel_args = kernel_args or []
     state: dict[str, Any] = json.loads(os.environ.pop(INNER_ENV, "{}") or "{}")
-    enforcement: dict[str, str] = dict(state.get("enforcement", {}))
+    enforcement: dict[str, Any] = dict(state.get("enforcement", {}))
     limits = _limits()
     workdir = Path(os.environ.get(WORKDIR_ENV) or os.getcwd())
     scratch = _private_dirs(connection_file, bool(state.get("private")))
@@ -303,6 +306,7 @@ def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     for key in ("memory", "cpu", "file_size", "processes", "filesystem", "pid"):
         enforcement.setdefault(key, "none")
     enforcement["env"] = "allow-list"
+    enforcement["limits"] = limits.to_dict()  # the values applied, not only the mechanisms
     os.environ[ENFORCEMENT_ENV] = json.dumps(enforcement, sort_keys=True)
 
     if sys.path and sys.path[0] in ("", os.getcwd()):

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..config import SandboxLimits
 from ..errors import SandboxError
+from .backend import LocalBackend, SandboxBackend
 from .kernel import Sandbox
 
 log = logging.getLogger(__name__)
@@ -35,14 +36,16 @@ class SandboxPool:
         size: int = 2,
         workdir: str | os.PathLike[str] = ".",
         limits: SandboxLimits | None = None,
+        backend: SandboxBackend | None = None,
         **sandbox_options: Any,
     ) -> None:
+        """``backend`` makes the sandboxes (default: local kernels with ``sandbox_options``)."""
         if size < 0:
             raise ValueError("pool size must be 0 or more")
         self.size = size
         self.workdir = Path(workdir).resolve()
         self.limits = limits or SandboxLimits()
-        self._options = sandbox_options
+        self.backend = backend if backend is not None else LocalBackend(**sandbox_options)
         self._ready: deque[Sandbox] = deque()
         self._enforcement: dict[str, Any] | None = None
         self._starting: set[asyncio.Task[None]] = set()
@@ -52,7 +55,7 @@ class SandboxPool:
         self._closed = False
 
     def _new(self, workdir: Path) -> Sandbox:
-        return Sandbox(workdir=workdir, limits=self.limits, **self._options)
+        return self.backend.create(workdir, self.limits)  # type: ignore[no-any-return]
 
     async def start(self, wait: bool = True) -> None:
         """Begin filling the pool; with ``wait``, return once the first fill is done."""
@@ -99,7 +102,7 @@ class SandboxPool:
             while self._ready:
                 sandbox = self._ready.popleft()
                 self._refill()
-                if sandbox.is_alive():
+                if await _responds(sandbox):
                     return sandbox
                 await sandbox.shutdown()
             if not self._starting:
@@ -144,3 +147,12 @@ class SandboxPool:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
+
+
+async def _responds(sandbox: Any) -> bool:
+    """Alive, and for a remote kernel answering a ``kernel_info`` round trip: a gateway may
+    have culled an idle pooled kernel, which an HTTP listing would not show in time."""
+    if not sandbox.is_alive():
+        return False
+    ping = getattr(sandbox, "ping", None)
+    return ping is None or bool(await ping())

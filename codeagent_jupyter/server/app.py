@@ -17,12 +17,13 @@ from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Bool, Dict, Float, Int, List, Type, Unicode, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, Type, Unicode, validate
 from traitlets.config import Configurable
 
 from ..config import AgentConfig, SandboxLimits
 from ..errors import ConfigError
 from ..hardening import make_undumpable
+from ..sandbox.backend import BACKENDS, SETTINGS_HELP, SandboxBackend, make_backend
 from .handlers import route_table
 from .manager import SessionManager
 
@@ -124,6 +125,11 @@ class CodeAgent(Configurable):
         "codeagent-sandbox). Another class hosts sandboxes elsewhere without code changes, "
         "e.g. a gateway's kernel manager for Kernel Gateway / Enterprise Gateway.",
     )
+    sandbox_backend = Enum(
+        BACKENDS, default_value="local", config=True, help=SETTINGS_HELP["sandbox_backend"]
+    )
+    gateway_url = Unicode("", config=True, help=SETTINGS_HELP["gateway_url"])
+    gateway_token = Unicode("", config=True, help=SETTINGS_HELP["gateway_token"])
     prices = Dict(
         config=True,
         help='Model name -> {"input": USD per million prompt tokens, "output": USD per million '
@@ -183,6 +189,16 @@ class CodeAgent(Configurable):
             if policy not in APPROVAL_POLICIES:
                 raise ValueError(f"approval for {tool!r} must be 'auto' or 'ask', not {policy!r}")
         return proposal["value"]
+
+    def sandbox_backend_of(self) -> SandboxBackend:
+        """The backend that makes every sandbox (``ConfigError`` for a bad choice)."""
+        return make_backend(
+            self.sandbox_backend,
+            self.gateway_url,
+            self.gateway_token,
+            allow_unconfined=self.allow_unconfined,
+            kernel_manager_class=self.kernel_manager_class,
+        )
 
     def sandbox_limits(self) -> SandboxLimits:
         return SandboxLimits.from_dict(self.limits)

@@ -58,6 +58,7 @@ class SessionManager:
             log=self.log,
             allow_unconfined=settings.allow_unconfined,
             kernel_manager_class=settings.kernel_manager_class,
+            backend=settings.sandbox_backend_of(),
         )
         self.signer = SessionSigner(self.state_dir, self.log)
         self.models = ModelRegistry(settings, self.root_dir)
@@ -116,6 +117,8 @@ class SessionManager:
         enforcement = pool.pop("enforcement", None) or self.supply.enforcement
         known = enforcement is not None
         sandbox = {
+            "backend": self.supply.backend.describe(),
+            "effective_limits": enforcement.get("limits") if known else None,
             "limits": self.default_limits.to_dict(),
             "enforcement": enforcement,
             "allow_unconfined": self.supply.allow_unconfined,

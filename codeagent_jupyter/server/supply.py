@@ -29,6 +29,7 @@ class SandboxSupply:
         log: logging.Logger,
         allow_unconfined: bool = False,
         kernel_manager_class: type | None = None,
+        backend: Any = None,
     ) -> None:
         self.root_dir = root_dir
         self.allow_unconfined = allow_unconfined
@@ -37,6 +38,12 @@ class SandboxSupply:
         """Every sandbox's options (the kernel manager class, when the admin chose one)."""
         if kernel_manager_class is not None:
             self.options["kernel_manager_class"] = kernel_manager_class
+        if backend is None:
+            from ..sandbox.backend import LocalBackend
+
+            backend = LocalBackend(**self.options)
+        self.backend = backend
+        """Makes every sandbox (``sandbox.backend``): local kernels or a kernel gateway."""
         self.limits = limits
         self.pool_size = pool_size
         self.log = log
@@ -60,7 +67,7 @@ class SandboxSupply:
                         size=self.pool_size,
                         workdir=self.root_dir,
                         limits=self.limits,
-                        **self.options,
+                        backend=self.backend,
                     )
                     await pool.start()
                 except Exception as e:
@@ -84,8 +91,6 @@ class SandboxSupply:
         return sandbox
 
     async def _get(self, owner: str, workdir: Path, limits: SandboxLimits) -> Any:
-        from ..sandbox import Sandbox
-
         if self._closed:
             raise RuntimeError("the server is shutting down")
         if limits == self.limits:
@@ -97,7 +102,7 @@ class SandboxSupply:
             pool = await self.ensure_pool()
             if pool is not None:
                 return await pool.acquire(workdir=workdir)
-        sandbox = Sandbox(workdir=workdir, limits=limits, **self.options)
+        sandbox = self.backend.create(workdir, limits, owner)
         await sandbox.start()
         return sandbox
 
@@ -126,6 +131,7 @@ class SandboxSupply:
         else:
             status = {"size": self.pool_size, "started": False, "error": self._error}
         status["warm_held"] = len(self._warm)
+        status["backend"] = self.backend.describe()
         return status
 
     async def shutdown(self) -> None:

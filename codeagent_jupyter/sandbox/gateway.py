@@ -1,0 +1,282 @@
+"""``GatewaySandbox``: a sandbox kernel started on a Jupyter kernel gateway.
+
+Same contract as ``Sandbox`` (``execute`` never raises for the code's own failures, nor
+for a gateway that went away: that is an ``ExecResult`` with status ``died`` and the note
+"gateway unreachable"). The kernel runs the same ``codeagent-sandbox`` launcher on the
+gateway host, which applies the limits sent as ``KERNEL_CODEAGENT_*`` variables within the
+ceiling the operator set there (``CODEAGENT_SANDBOX_MAX_LIMITS``); ``limits`` and
+``enforcement`` are what the launcher reports it applied, not what was asked for.
+
+A cell is complete when both its ``execute_reply`` and its ``status: idle`` have arrived;
+a kernel that dies under a cell is reported as ``died`` as soon as the gateway announces
+it, and a fresh kernel replaces it (see ``gateway_cell``).
+Restart is delete-then-start, so a kernel id is not stable across restarts.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from ..config import SandboxLimits
+from ..errors import ConfigError, SandboxError
+from ..protocols import ExecResult, OutputCallback
+from .disk import disk_note
+from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV
+from .gateway_cell import UNREACHABLE, collect, result
+from .gateway_wire import CLOSED, GatewayError, GatewayWire
+from .isolation import ENFORCEMENT_ENV
+from .outputs import TEXT_LIMIT, OutputCollector
+from .paths import workspace_problem
+
+_SHELL_MOD = "codeagent_jupyter.sandbox.shell"
+_ENFORCED_BY_CLIENT = {
+    "cell_timeout": "interrupt, then restart",
+    "output_bytes": "truncate",
+    "stdin": "disabled",
+}
+
+
+class GatewaySandbox:
+    """A stateful sandbox kernel on a gateway; see ``codeagent_jupyter.protocols.SandboxPort``."""
+
+    def __init__(
+        self,
+        workdir: str | Path,
+        limits: SandboxLimits | None = None,
+        *,
+        url: str,
+        token: str = "",
+        owner: str | None = None,
+        kernel_name: str = "codeagent-sandbox",
+        startup_timeout: float = 60.0,
+        interrupt_grace: float = 3.0,
+        text_limit: int = TEXT_LIMIT,
+    ) -> None:
+        self.workdir = Path(workdir)
+        problem = workspace_problem(self.workdir)
+        if problem:
+            raise ConfigError(problem)
+        self.limits = limits or SandboxLimits()
+        self.requested_limits = self.limits
+        self.owner = owner
+        self.kernel_name = kernel_name
+        self.startup_timeout = startup_timeout
+        self.interrupt_grace = interrupt_grace
+        self.text_limit = text_limit
+        self.enforcement: dict[str, Any] = {}
+        self.wire = GatewayWire(url, token)
+        self._started = False
+        self._closed = True
+        """Not started yet, or shut down by its owner: ``execute`` raises, as locally."""
+        self._lock = asyncio.Lock()
+
+    async def __aenter__(self) -> GatewaySandbox:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    @property
+    def kernel_id(self) -> str | None:
+        """The gateway's id of the current kernel (a restart gives a new one)."""
+        return self.wire.kernel_id
+
+    def _env(self) -> dict[str, str]:
+        env = {
+            KERNEL_LIMITS_ENV: json.dumps(self.requested_limits.to_dict()),
+            KERNEL_WORKDIR_ENV: str(self.workdir),
+        }
+        if self.owner:
+            env["KERNEL_USERNAME"] = self.owner
+        return env
+
+    async def start(self) -> None:
+        """Start a kernel on the gateway and wait until it answers; ``SandboxError`` if not."""
+        if self._started:
+            return
+        self._closed = False
+        try:
+            await self.wire.start_kernel(self.kernel_name, self._env())
+            await self._connect()
+        except BaseException as e:
+            await self.wire.delete_kernel()
+            if isinstance(e, GatewayError):
+                raise SandboxError(f"sandbox kernel failed to start: {e}") from None
+            raise
+        self._started = True
+
+    async def _connect(self) -> None:
+        not_ready = SandboxError(
+            "sandbox kernel on the gateway did not become ready (its launcher may have "
+            "refused the limits or workspace; the gateway's log has the reason)"
+        )
+        deadline = time.monotonic() + self.startup_timeout
+        try:
+            # The gateway answers the socket once the kernel has answered it.
+            await self.wire.connect(timeout=self.startup_timeout)
+        except GatewayError:
+            raise not_ready from None
+        while not await self.wire.kernel_info(timeout=1.0):
+            if self.wire.kernel_gone.is_set() or time.monotonic() > deadline:
+                raise not_ready
+            if not self.wire.connected:
+                await self.wire.connect()
+        self.enforcement = await self._read_enforcement()
+
+    async def _read_enforcement(self) -> dict[str, Any]:
+        expr = f"__import__('os').environ.get({ENFORCEMENT_ENV!r}, '')"
+        content = {
+            "code": "",
+            "silent": True,
+            "store_history": False,
+            "user_expressions": {"e": expr},
+            "allow_stdin": False,
+        }
+        queue = self.wire.send("shell", "execute_request", content)
+        found: dict[str, Any] = {}
+        try:
+            while True:
+                msg = await asyncio.wait_for(queue.get(), self.startup_timeout)
+                if msg is CLOSED or msg.get("gone"):
+                    break
+                if msg["header"]["msg_type"] == "execute_reply":
+                    value = msg["content"]["user_expressions"]["e"]["data"]["text/plain"]
+                    found = json.loads(ast.literal_eval(value))
+                    break
+        except (asyncio.TimeoutError, KeyError, TypeError, ValueError, SyntaxError):
+            found = {}
+        finally:
+            self.wire.forget(queue)
+        if not found:
+            found = dict.fromkeys(("memory", "cpu", "processes", "network", "filesystem"), "none")
+        applied = found.get("limits")
+        if isinstance(applied, dict):
+            with contextlib.suppress(ValueError, TypeError):
+                self.limits = SandboxLimits.from_dict(applied)
+        found["backend"] = f"gateway {self.wire.url}"
+        return {**found, **_ENFORCED_BY_CLIENT}
+
+    def is_alive(self) -> bool:
+        """Started, its socket open, and not announced dead by the gateway."""
+        return self._started and self.wire.connected and not self.wire.kernel_gone.is_set()
+
+    async def ping(self, timeout: float = 3.0) -> bool:
+        """Liveness the way the pool needs it: the kernel answers a ``kernel_info`` request."""
+        return self.is_alive() and await self.wire.kernel_info(timeout)
+
+    async def interrupt(self) -> None:
+        """Interrupt the running cell (the gateway sends the kernel an interrupt_request)."""
+        if self.wire.kernel_id:
+            with contextlib.suppress(GatewayError):
+                await self.wire.rest("POST", f"/api/kernels/{self.wire.kernel_id}/interrupt")
+
+    async def shutdown(self) -> None:
+        """Delete the kernel on the gateway (a gateway already gone is no error)."""
+        self._started, self._closed = False, True
+        await self.wire.delete_kernel()
+
+    async def restart(self) -> None:
+        """Replace the kernel with a fresh one (all state is lost; a new kernel id)."""
+        await self.wire.delete_kernel()
+        self._started = False
+        await self.start()
+
+    async def execute(
+        self,
+        code: str,
+        *,
+        on_output: OutputCallback | None = None,
+        store_history: bool = True,
+        timeout: float | None = None,
+    ) -> ExecResult:
+        """Run ``code`` in the kernel; see the module docstring for what can happen."""
+        async with self._lock:
+            result, _ = await self._run(code, on_output, store_history, {}, timeout)
+            return self._check_disk(result)
+
+    async def run_command(
+        self, command: str, *, on_output: OutputCallback | None = None
+    ) -> ExecResult:
+        """Run a shell command inside the sandbox, under the same limits and timeout."""
+        code = f"__import__({_SHELL_MOD!r}, fromlist=['run']).run({command!r})"
+        expr = f"__import__({_SHELL_MOD!r}, fromlist=['run']).last_exit_code"
+        async with self._lock:
+            result, exprs = await self._run(code, on_output, False, {"rc": expr})
+        result.execution_count = None
+        rc = exprs.get("rc", {}).get("data", {}).get("text/plain")
+        if result.status == "ok" and rc not in (None, "0"):
+            result.status = "error"
+            result.note = f"exit code {rc}"
+        return self._check_disk(result)
+
+    def _check_disk(self, result: ExecResult) -> ExecResult:
+        """With a shared volume the workspace is visible here too: apply ``disk_mb``."""
+        if self.workdir.is_dir():
+            note = disk_note(self.workdir, self.limits.disk_mb)
+            if note:
+                result.status = "error"
+                result.note = f"{result.note}; {note}" if result.note else note
+        return result
+
+    async def _revive(self, notes: list[str]) -> bool:
+        """Before a cell: reconnect a dropped socket, or replace a dead kernel."""
+        if self._closed:
+            raise SandboxError("sandbox is not started")
+        if self._started and self.wire.connected and not self.wire.kernel_gone.is_set():
+            return True
+        try:
+            if not self._started:  # an earlier replacement failed: try again now
+                await self.start()
+                notes.append("a new kernel was started; state lost")
+            elif self.wire.kernel_gone.is_set():
+                await self.restart()
+                notes.append("kernel died while idle; restarted; state lost")
+            else:
+                await self.wire.connect()
+        except (GatewayError, SandboxError) as e:
+            notes.append(f"{UNREACHABLE}: {e}")
+            return False
+        return True
+
+    async def _run(
+        self,
+        code: str,
+        on_output: OutputCallback | None,
+        store_history: bool,
+        user_expressions: dict[str, str],
+        timeout: float | None = None,
+    ) -> tuple[ExecResult, dict[str, Any]]:
+        notes: list[str] = []
+        start = time.monotonic()
+        collector = OutputCollector(self.limits.output_bytes, on_output)
+        if not await self._revive(notes):
+            return result(self.text_limit, "died", collector, start, None, notes), {}
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": store_history,
+            "user_expressions": user_expressions,
+            "allow_stdin": False,
+            "stop_on_error": False,
+        }
+        try:
+            queue = self.wire.send("shell", "execute_request", content)
+        except GatewayError as e:
+            return result(
+                self.text_limit, "died", collector, start, None, [f"{UNREACHABLE}: {e}"]
+            ), {}
+        try:
+            return await collect(self, queue, collector, start, timeout, notes)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await self.interrupt()
+            raise
+        finally:
+            self.wire.forget(queue)

@@ -1,0 +1,212 @@
+"""The kernels REST + WebSocket protocol of a Jupyter kernel gateway, spoken directly.
+
+Kernel Gateway and Enterprise Gateway both serve ``/api/kernels`` (start, interrupt,
+delete) and ``/api/kernels/{id}/channels`` (one WebSocket carrying every channel as JSON).
+jupyter_client's gateway client polls in a loop and drops the token on the socket; this
+module instead reads the socket in one task and routes each message to the request that
+caused it, so waiting costs no CPU and every request carries ``Authorization: token …``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import socket
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
+from tornado.websocket import WebSocketClientConnection, websocket_connect
+
+CLOSED = {"closed": True}
+"""Put in every waiting queue when the socket goes away (the gateway or the kernel left)."""
+
+
+class GatewayError(Exception):
+    """The gateway could not be reached or refused a request (one line, for people)."""
+
+
+class GatewayWire:
+    """REST calls and one WebSocket to one kernel on a gateway."""
+
+    def __init__(self, url: str, token: str = "", request_timeout: float = 30.0) -> None:
+        self.url = url.rstrip("/")
+        self.ws_url = "ws" + self.url[4:] if self.url.startswith("http") else self.url
+        self.token = token
+        self.request_timeout = request_timeout
+        self.kernel_id: str | None = None
+        self.session = uuid.uuid4().hex
+        self._ws: WebSocketClientConnection | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._waiting: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+        self.kernel_gone = asyncio.Event()
+        """Set when the gateway says the kernel is restarting or dead (it died under us)."""
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"token {self.token}"
+        return headers
+
+    async def rest(
+        self, method: str, path: str, body: Any = None, timeout: float | None = None
+    ) -> Any:
+        """One REST call; raises ``GatewayError`` with the gateway's own reason."""
+        request = HTTPRequest(
+            f"{self.url}{path}",
+            method=method,
+            headers=self._headers(),
+            body=None if body is None else json.dumps(body),
+            allow_nonstandard_methods=True,
+            request_timeout=timeout or self.request_timeout,
+            connect_timeout=min(timeout or self.request_timeout, 10.0),
+        )
+        try:
+            response = await AsyncHTTPClient().fetch(request)
+        except HTTPClientError as e:
+            reason = ""
+            if e.response is not None and e.response.body:
+                with contextlib.suppress(ValueError, AttributeError):
+                    reason = json.loads(e.response.body).get("message", "")
+            if e.code in (401, 403):
+                reason = f"{reason} (check the gateway token)".strip()
+            raise GatewayError(f"gateway {method} {path}: HTTP {e.code} {reason}".strip()) from e
+        except (OSError, asyncio.TimeoutError) as e:
+            raise GatewayError(f"gateway unreachable at {self.url}: {e}") from e
+        return json.loads(response.body) if response.body else None
+
+    async def start_kernel(self, name: str, env: dict[str, str]) -> str:
+        model = await self.rest("POST", "/api/kernels", {"name": name, "env": env})
+        self.kernel_id = str(model["id"])
+        return self.kernel_id
+
+    async def connect(self, timeout: float = 10.0) -> None:
+        """Open the channels socket of ``kernel_id`` (closing an older one first)."""
+        await self.close_socket()
+        self.kernel_gone.clear()
+        request = HTTPRequest(
+            f"{self.ws_url}/api/kernels/{self.kernel_id}/channels?session_id={self.session}",
+            headers=self._headers(),
+            connect_timeout=timeout,
+            request_timeout=timeout,
+        )
+        try:
+            self._ws = await websocket_connect(request, max_message_size=256 * 1024 * 1024)
+        except (OSError, HTTPClientError, asyncio.TimeoutError) as e:
+            raise GatewayError(f"gateway unreachable at {self.url}: {e}") from e
+        self._ws.stream.set_nodelay(True)
+        self._reader = asyncio.get_running_loop().create_task(self._read(self._ws))
+
+    @property
+    def connected(self) -> bool:
+        return self._ws is not None and self._reader is not None and not self._reader.done()
+
+    async def _read(self, ws: WebSocketClientConnection) -> None:
+        while True:
+            raw = await ws.read_message()
+            if raw is None:
+                break
+            _quick_ack(ws)
+            if isinstance(raw, bytes):
+                continue  # binary frames carry buffers (widgets); not part of a cell's text
+            try:
+                msg = json.loads(raw)
+            except ValueError:
+                continue
+            parent = (msg.get("parent_header") or {}).get("msg_id")
+            queue = self._waiting.get(parent) if parent else None
+            if queue is not None:
+                queue.put_nowait(msg)
+            elif _kind(msg) == "status" and _state(msg) in ("restarting", "dead"):
+                self.kernel_gone.set()
+                for waiting in self._waiting.values():
+                    waiting.put_nowait({"gone": True})
+        for waiting in self._waiting.values():
+            waiting.put_nowait(CLOSED)
+
+    def send(
+        self, channel: str, msg_type: str, content: dict[str, Any]
+    ) -> asyncio.Queue[dict[str, Any]]:
+        """Send one request; the returned queue receives every message it causes."""
+        if self._ws is None or not self.connected:
+            raise GatewayError(f"gateway unreachable at {self.url}: the kernel socket is closed")
+        msg_id = uuid.uuid4().hex
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._waiting[msg_id] = queue
+        header = {
+            "msg_id": msg_id,
+            "msg_type": msg_type,
+            "session": self.session,
+            "username": "codeagent",
+            "date": datetime.now(timezone.utc).isoformat(),
+            "version": "5.3",
+        }
+        msg = {
+            "header": header,
+            "parent_header": {},
+            "metadata": {},
+            "content": content,
+            "channel": channel,
+            "buffers": [],
+        }
+        self._ws.write_message(json.dumps(msg))
+        queue.msg_id = msg_id  # type: ignore[attr-defined]
+        return queue
+
+    def forget(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
+        self._waiting.pop(getattr(queue, "msg_id", ""), None)
+
+    async def kernel_info(self, timeout: float) -> bool:
+        """A ``kernel_info`` round trip on the control channel: the kernel really answers."""
+        try:
+            queue = self.send("control", "kernel_info_request", {})
+        except GatewayError:
+            return False
+        try:
+            while True:
+                msg = await asyncio.wait_for(queue.get(), timeout)
+                if msg is CLOSED or msg.get("gone"):
+                    return False
+                if _kind(msg) == "kernel_info_reply":
+                    return True
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            self.forget(queue)
+
+    async def close_socket(self) -> None:
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            ws.close()
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.cancel()
+            with contextlib.suppress(BaseException):
+                await reader
+
+    async def delete_kernel(self) -> None:
+        """Close the socket and delete the kernel; a gateway that is gone is not an error."""
+        await self.close_socket()
+        kernel_id, self.kernel_id = self.kernel_id, None
+        if kernel_id:
+            with contextlib.suppress(GatewayError):
+                await self.rest("DELETE", f"/api/kernels/{kernel_id}", timeout=10.0)
+
+
+def _quick_ack(ws: WebSocketClientConnection) -> None:
+    """Acknowledge at once: the gateway writes a cell's messages one by one without
+    TCP_NODELAY, so with delayed ACKs each burst after the first waits ~40 ms (Nagle)."""
+    sock = getattr(getattr(ws, "stream", None), "socket", None)
+    if sock is not None and hasattr(socket, "TCP_QUICKACK"):
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+
+
+def _kind(msg: dict[str, Any]) -> str:
+    return str(msg.get("header", {}).get("msg_type") or msg.get("msg_type") or "")
+
+
+def _state(msg: dict[str, Any]) -> str:
+    return str(msg.get("content", {}).get("execution_state") or "")

@@ -1,0 +1,34 @@
+"""The backend settings, declared once: server traits and the CLI say the same; bad ones fail."""
+
+from __future__ import annotations
+
+import pytest
+from traitlets import TraitError
+
+from codeagent_jupyter.errors import ConfigError
+from codeagent_jupyter.sandbox.backend import SETTINGS_HELP, GatewayBackend, LocalBackend
+from codeagent_jupyter.server.app import CodeAgent
+
+
+def test_local_is_the_default_and_keeps_the_kernel_manager_class() -> None:
+    backend = CodeAgent().sandbox_backend_of()
+    assert isinstance(backend, LocalBackend)
+    assert backend.describe()["kernel_manager_class"].endswith("AsyncKernelManager")
+
+
+def test_gateway_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEAGENT_GATEWAY_TOKEN", "from-env")
+    settings = CodeAgent(sandbox_backend="gateway", gateway_url="http://gw:8888/")
+    backend = settings.sandbox_backend_of()
+    assert isinstance(backend, GatewayBackend) and backend.token == "from-env"
+    assert backend.describe() == {"name": "gateway", "gateway_url": "http://gw:8888", "token": True}
+    assert CodeAgent.class_traits()["gateway_url"].help == SETTINGS_HELP["gateway_url"]
+
+
+def test_bad_backend_settings_are_one_line() -> None:
+    with pytest.raises(ConfigError, match="needs a gateway URL"):
+        CodeAgent(sandbox_backend="gateway").sandbox_backend_of()
+    with pytest.raises(ConfigError, match="must start with http"):
+        CodeAgent(sandbox_backend="gateway", gateway_url="gw:8888").sandbox_backend_of()
+    with pytest.raises(TraitError):
+        CodeAgent(sandbox_backend="remote")
