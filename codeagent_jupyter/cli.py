@@ -11,16 +11,26 @@ import argparse
 import asyncio
 import signal
 import sys
-import tempfile
 import uuid
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from . import __version__
 from . import events as ev
+from .cli_args import (
+    Parser,
+    add_isolation,
+    add_limits,
+    announce,
+    existing_workdir,
+    limits_from,
+    make_sandbox,
+    positive_int,
+    read_notebook,
+    writable_notebook,
+)
 from .cli_session import add_delegate, add_hooks, hook_chain, snapshot_sink, with_delegate
-from .config import AgentConfig, SandboxLimits
+from .config import AgentConfig
 from .context import build_context
 from .errors import CodeAgentError, ConfigError
 from .hardening import make_undumpable
@@ -29,50 +39,8 @@ from .printer import ProgressPrinter
 from .protocols import EventSink
 
 
-class _Parser(argparse.ArgumentParser):
-    """Usage errors are one line (``codeagent run: error: …``), like every other error."""
-
-    def error(self, message: str) -> Any:
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def _add_isolation(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--isolation",
-        choices=("auto", "none"),
-        default="auto",
-        help="auto: refuse to run without pid and filesystem isolation; none: allow an "
-        "UNCONFINED sandbox where the machine cannot isolate (its code can read your files)",
-    )
-    parser.add_argument(
-        "--gateway-url",
-        default="",
-        help="run the sandbox kernel on this Jupyter kernel gateway instead of locally "
-        "(token from $CODEAGENT_GATEWAY_TOKEN; the workspace must be the same path there)",
-    )
-
-
-def _sandbox(args: argparse.Namespace, workdir: Path, limits: SandboxLimits | None = None) -> Any:
-    """An unstarted sandbox from the backend the flags chose (local unless --gateway-url)."""
-    from .sandbox.backend import make_backend
-
-    kind = "gateway" if args.gateway_url else "local"
-    backend = make_backend(kind, args.gateway_url, allow_unconfined=args.isolation == "none")
-    return backend.create(workdir, limits or SandboxLimits())
-
-
-def _announce(sandbox: Any) -> None:
-    """The first progress line: what the sandbox really enforces; then a warning if any."""
-    from .sandbox import report
-
-    print(report.summary(sandbox.enforcement, sandbox.limits), file=sys.stderr)
-    warning = report.warning(sandbox.enforcement)
-    if warning is not None:
-        print(warning, file=sys.stderr)
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = Parser(
         prog="codeagent",
         description="A coding agent that runs its Python in a sandboxed Jupyter kernel.",
     )
@@ -89,18 +57,18 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--stream", action="store_true", help="stream the model's reply")
     run.add_argument(
         "--max-output-tokens",
-        type=_positive_int,
+        type=positive_int,
         default=4096,
         help="tokens one model reply may take (default: 4096)",
     )
     run.add_argument(
         "--max-steps",
-        type=_positive_int,
+        type=positive_int,
         default=AgentConfig.max_steps,
         help=AgentConfig.help("max_steps"),
     )
-    _add_limits(run)
-    _add_isolation(run)
+    add_limits(run)
+    add_isolation(run)
     add_hooks(run)
     add_delegate(run)
     run.add_argument(
@@ -119,50 +87,12 @@ def _parser() -> argparse.ArgumentParser:
         help="'recorded': re-drive the agent loop from the recorded model turns, offline",
     )
     replay.add_argument("--out", type=Path, help="where to write the replayed session")
-    _add_isolation(replay)
+    add_isolation(replay)
 
     from . import resume_cli
 
-    resume_cli.add_parser(sub, _positive_int, _add_isolation, add_hooks)
+    resume_cli.add_parser(sub, positive_int, add_isolation, add_hooks)
     return parser
-
-
-def _add_limits(parser: argparse.ArgumentParser) -> None:
-    """One flag per sandbox limit (``--memory-mb`` …), with the help and default that
-    ``SandboxLimits`` declares, so the CLI and the server's ``limits`` setting agree."""
-    for f in fields(SandboxLimits):
-        if f.type in ("bool", bool):
-            continue
-        kind = _positive_float if f.type in ("float", float) else _positive_int
-        flag = "--" + f.name.replace("_", "-")
-        parser.add_argument(
-            flag,
-            type=kind,
-            default=f.default,
-            help=f"{SandboxLimits.help(f.name)} (default: {f.default})",
-        )
-    parser.add_argument(
-        "--network", choices=("none", "host"), default="none", help=SandboxLimits.help("network")
-    )
-
-
-def _limits(args: argparse.Namespace) -> SandboxLimits:
-    values = {f.name: getattr(args, f.name) for f in fields(SandboxLimits) if f.name != "network"}
-    return SandboxLimits(**values, network=args.network == "host")
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be a positive whole number")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be a positive number")
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,39 +121,6 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug of ours: still one line, and say where to look
         print(f"codeagent: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-
-
-def _workdir(path: Path) -> Path:
-    if not path.is_dir():
-        raise ConfigError(f"workspace {str(path)!r} is not a directory")
-    return path.resolve()
-
-
-def _writable(path: Path) -> Path:
-    """Fail before the run, not after it, when the session notebook can't be written."""
-    path = path.resolve()
-    if path.suffix != ".ipynb":
-        raise ConfigError(f"--out {str(path)!r} must end in .ipynb")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".codeagent-check-"):
-            pass
-    except OSError as exc:
-        raise ConfigError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
-    if path.is_dir():
-        raise ConfigError(f"--out {str(path)!r} is a directory")
-    return path
-
-
-def _read_notebook(path: Path) -> Any:
-    import nbformat  # slow to import (schema validators): only when a notebook is read
-
-    try:
-        return nbformat.read(path, as_version=4)
-    except FileNotFoundError:
-        raise ConfigError(f"notebook {str(path)!r} not found") from None
-    except Exception as exc:
-        raise ConfigError(f"{str(path)!r} is not a readable notebook: {exc}") from None
 
 
 async def _drive(loop: AgentLoop, prompts: list[str]) -> ev.RunFinished:
@@ -260,19 +157,19 @@ async def _run(args: argparse.Namespace) -> int:
     from .recorder import NotebookRecorder
 
     model_name, base_url, api_key = resolve_settings(args.model, args.base_url)
-    workdir = _workdir(args.workdir)
+    workdir = existing_workdir(args.workdir)
     session_id = uuid.uuid4().hex[:12]
-    out = _writable(args.out or workdir / ".codeagent" / "sessions" / f"{session_id}.ipynb")
-    notebook = _read_notebook(args.notebook) if args.notebook else None
-    limits = _limits(args)
+    out = writable_notebook(args.out or workdir / ".codeagent" / "sessions" / f"{session_id}.ipynb")
+    notebook = read_notebook(args.notebook) if args.notebook else None
+    limits = limits_from(args)
     config = AgentConfig(max_steps=args.max_steps)
     model = OpenAIChatModel(
         model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens
     )
     context = build_context(workdir, notebook)
     hooks = hook_chain(args.hook, session_id)
-    async with _sandbox(args, workdir, limits) as sandbox:
-        _announce(sandbox)
+    async with make_sandbox(args, workdir, limits) as sandbox:
+        announce(sandbox)
         recorder = NotebookRecorder(out, session_id=session_id)
         sinks: list[EventSink] = [recorder, ProgressPrinter()]
         if not args.no_snapshots:
@@ -282,7 +179,7 @@ async def _run(args: argparse.Namespace) -> int:
         loop = build_agent(model, sandbox, sinks, config, workdir=workdir, context=context)
 
         def child_sandbox(path: Path) -> Any:
-            return _sandbox(args, path, limits)
+            return make_sandbox(args, path, limits)
 
         loop = with_delegate(loop, args.delegate, model, workdir, child_sandbox)
         loop.runner.hooks = hooks
@@ -303,17 +200,17 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
     session = _load_session(load_session, args.session)
     if not any(session.turns):
         raise ConfigError(f"{str(args.session)!r} has no recorded model turns to replay")
-    workdir = _workdir(args.workdir)
+    workdir = existing_workdir(args.workdir)
     default_out = workdir / ".codeagent" / "replays" / args.session.name
-    out = _writable(args.out or default_out)
+    out = writable_notebook(args.out or default_out)
     if out == args.session.resolve():
         raise ConfigError("--out must not overwrite the session being replayed")
     if out.exists():
         out.unlink()
     label = f"recorded turns of {session.model}" if session.model else "recorded turns"
     model = ReplayModel(_flat_turns(session.turns), name=label, base_url="")
-    async with _sandbox(args, workdir) as sandbox:
-        _announce(sandbox)
+    async with make_sandbox(args, workdir) as sandbox:
+        announce(sandbox)
         recorder = NotebookRecorder(out)
         sinks: list[EventSink] = [recorder, ProgressPrinter()]
         loop = build_agent(model, sandbox, sinks, AgentConfig(), workdir=workdir)
@@ -324,10 +221,10 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
 async def _reexecute(args: argparse.Namespace) -> int:
     from .reexecute import reexecute
 
-    notebook = _read_notebook(args.session)
-    workdir = _workdir(args.workdir)
-    async with _sandbox(args, workdir) as sandbox:
-        _announce(sandbox)
+    notebook = read_notebook(args.session)
+    workdir = existing_workdir(args.workdir)
+    async with make_sandbox(args, workdir) as sandbox:
+        announce(sandbox)
         checks = await reexecute(notebook, sandbox)
     for check in checks:
         verdict = "match" if check.matched else f"MISMATCH: {check.detail}"

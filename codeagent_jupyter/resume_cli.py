@@ -48,7 +48,7 @@ def add_parser(sub: Any, positive_int: Any, add_isolation: Any, add_hooks: Any) 
 
 
 async def run(args: argparse.Namespace) -> int:
-    from . import cli
+    from . import cli, cli_args
     from .agent import build_agent
     from .bus import EventBus
     from .cli_session import hook_chain, snapshot_sink
@@ -67,13 +67,13 @@ async def run(args: argparse.Namespace) -> int:
     model_name, base_url, api_key = resolve_settings(args.model, args.base_url)
     if args.workdir is None and todo.workdir is None:
         raise ConfigError(f"{session.name} does not say its workspace; give --workdir")
-    workdir = cli._workdir(args.workdir or todo.workdir)
+    workdir = cli_args.existing_workdir(args.workdir or todo.workdir)
     session_id = uuid.uuid4().hex[:12]
     fork = args.from_step is not None or (args.out is not None and args.out.resolve() != session)
     if fork and args.out is not None and args.out.resolve() == session:
         raise ConfigError("--out must not overwrite the session being forked")
     default_out = workdir / ".codeagent" / "sessions" / f"{session_id}.ipynb"
-    out = cli._writable(args.out or default_out) if fork else session
+    out = cli_args.writable_notebook(args.out or default_out) if fork else session
     store = SnapshotStore.for_workspace(todo.workdir) if todo.workdir else None
     model = OpenAIChatModel(
         model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens
@@ -83,7 +83,7 @@ async def run(args: argparse.Namespace) -> int:
     async with Sandbox(
         workdir=workdir, limits=_limits(todo.limits), allow_unconfined=unconfined
     ) as sandbox:
-        cli._announce(sandbox)
+        cli_args.announce(sandbox)
         rebuilt = await rebuild(todo, sandbox, store)
         print(rebuilt.summary, file=sys.stderr)
         for problem in rebuilt.problems:

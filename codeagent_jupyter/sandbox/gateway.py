@@ -15,7 +15,6 @@ Restart is delete-then-start, so a kernel id is not stable across restarts.
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import contextlib
 import json
@@ -30,16 +29,12 @@ from .disk import disk_note
 from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV
 from .gateway_cell import UNREACHABLE, collect, result
 from .gateway_wire import CLOSED, GatewayError, GatewayWire
-from .isolation import ENFORCEMENT_ENV
+from .messages import ENFORCED_BY_CLIENT, ENFORCEMENT_EXPR, parse_enforcement
 from .outputs import TEXT_LIMIT, OutputCollector
 from .paths import workspace_problem
 
 _SHELL_MOD = "codeagent_jupyter.sandbox.shell"
-_ENFORCED_BY_CLIENT = {
-    "cell_timeout": "interrupt, then restart",
-    "output_bytes": "truncate",
-    "stdin": "disabled",
-}
+_ENFORCED_BY_CLIENT = {k: v for k, v in ENFORCED_BY_CLIENT.items() if k != "disk"}
 
 
 class GatewaySandbox:
@@ -131,31 +126,28 @@ class GatewaySandbox:
         self.enforcement = await self._read_enforcement()
 
     async def _read_enforcement(self) -> dict[str, Any]:
-        expr = f"__import__('os').environ.get({ENFORCEMENT_ENV!r}, '')"
         content = {
             "code": "",
             "silent": True,
             "store_history": False,
-            "user_expressions": {"e": expr},
+            "user_expressions": {"e": ENFORCEMENT_EXPR},
             "allow_stdin": False,
         }
         queue = self.wire.send("shell", "execute_request", content)
-        found: dict[str, Any] = {}
+        reply: dict[str, Any] | None = None
         try:
             while True:
                 msg = await asyncio.wait_for(queue.get(), self.startup_timeout)
                 if msg is CLOSED or msg.get("gone"):
                     break
                 if msg["header"]["msg_type"] == "execute_reply":
-                    value = msg["content"]["user_expressions"]["e"]["data"]["text/plain"]
-                    found = json.loads(ast.literal_eval(value))
+                    reply = msg["content"]
                     break
-        except (asyncio.TimeoutError, KeyError, TypeError, ValueError, SyntaxError):
-            found = {}
+        except (asyncio.TimeoutError, KeyError, TypeError):
+            reply = None
         finally:
             self.wire.forget(queue)
-        if not found:
-            found = dict.fromkeys(("memory", "cpu", "processes", "network", "filesystem"), "none")
+        found = parse_enforcement(reply)
         applied = found.get("limits")
         if isinstance(applied, dict):
             with contextlib.suppress(ValueError, TypeError):

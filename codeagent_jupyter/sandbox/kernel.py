@@ -9,13 +9,11 @@ produced before any of that are kept.
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import contextlib
 import json
 import os
 import queue
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -27,49 +25,22 @@ from jupyter_client.kernelspec import NoSuchKernel
 from ..config import SandboxLimits
 from ..errors import ConfigError, SandboxError
 from ..protocols import ExecResult, OutputCallback
-from .cpu import EXCEEDED_NAME as CPU_EXCEEDED
 from .disk import disk_note
 from .isolation import (
     ALLOW_UNCONFINED_ENV,
-    ENFORCEMENT_ENV,
     LIMITS_ENV,
     REFUSED_FILE,
     WORKDIR_ENV,
     scrub_env,
 )
+from .messages import describe_exit, drain, read_enforcement, reply_status, shell_reply
 from .outputs import TEXT_LIMIT, OutputCollector, render_text
 from .paths import workspace_problem
 
 _POLL_S = 0.2
 _SHELL_MOD = "codeagent_jupyter.sandbox.shell"
-_ENFORCED_BY_CLIENT = {
-    "cell_timeout": "interrupt, then restart",
-    "output_bytes": "truncate",
-    "stdin": "disabled",
-    "disk": "workspace checked after each cell",
-}
 
-
-def describe_exit(returncode: int | None, limits: SandboxLimits) -> str:
-    """Why the kernel process ended, in words (bwrap reports a signal as 128 + n)."""
-    if returncode is None:
-        return "kernel died"
-    sig = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
-    if sig == signal.SIGKILL:
-        return "kernel died (SIGKILL: out of memory, or its lifetime CPU backstop reached)"
-    if sig == signal.SIGXCPU:
-        return (
-            f"kernel died (SIGXCPU: CPU budget of {limits.cpu_seconds} s used up "
-            "between cells, e.g. by a thread a cell left running)"
-        )
-    if sig == signal.SIGSEGV:
-        return "kernel died (SIGSEGV, segmentation fault)"
-    if sig > 0:
-        try:
-            return f"kernel died ({signal.Signals(sig).name})"
-        except ValueError:
-            pass
-    return f"kernel exited with code {returncode}"
+__all__ = ["Sandbox", "describe_exit"]
 
 
 class Sandbox:
@@ -159,24 +130,7 @@ class Sandbox:
                 raise SandboxError(refused) from None
             raise SandboxError(f"sandbox kernel did not become ready: {e}") from e
         self._kc = kc
-        self.enforcement = await self._read_enforcement()
-
-    async def _read_enforcement(self) -> dict[str, Any]:
-        """Ask the kernel what its launcher applied, before any user code has run."""
-        expr = f"__import__('os').environ.get({ENFORCEMENT_ENV!r}, '')"
-        msg_id = self._kc.execute(
-            "", silent=True, store_history=False, user_expressions={"e": expr}
-        )
-        reply = await self._shell_reply(msg_id, self.startup_timeout)
-        found: dict[str, Any] = {}
-        try:
-            value = reply["content"]["user_expressions"]["e"]["data"]["text/plain"]
-            found = json.loads(ast.literal_eval(value))
-        except (TypeError, KeyError, ValueError, SyntaxError):
-            found = {}
-        if not found:
-            found = dict.fromkeys(("memory", "cpu", "processes", "network", "filesystem"), "none")
-        return {**found, **_ENFORCED_BY_CLIENT}
+        self.enforcement = await read_enforcement(kc, self.startup_timeout)
 
     def _refusal(self) -> str | None:
         """The launcher's one-line reason, when it refused to start the kernel."""
@@ -337,7 +291,7 @@ class Sandbox:
                 if not await self._km.is_alive():
                     reason = describe_exit(self._returncode(), self.limits)
                     end = time.monotonic()
-                    await self._drain(msg_id, collector)
+                    await drain(self._kc, msg_id, collector)
                     await self.restart()
                     status = "died"
                     notes.append(f"{reason}; restarted; state lost")
@@ -352,20 +306,13 @@ class Sandbox:
             collector.add(msg)
         exprs: dict[str, Any] = {}
         if not status:
-            reply = await self._shell_reply(msg_id, self.interrupt_grace + 2)
+            reply = await shell_reply(self._kc, msg_id, self.interrupt_grace + 2)
             content = reply["content"] if reply else {}
             count = content.get("execution_count", count)
             exprs = content.get("user_expressions") or {}
-            if interrupted_at is not None:
-                status = "timeout"
-                notes.append(f"interrupted after {timeout:g} s (cell_timeout); state kept")
-            else:
-                status = "ok" if content.get("status") == "ok" else "error"
-                if content.get("ename") == CPU_EXCEEDED:
-                    notes.append(
-                        f"stopped after its CPU budget of {self.limits.cpu_seconds} s "
-                        "(cpu_seconds, per cell); state kept"
-                    )
+            after = timeout if interrupted_at is not None else None
+            status, note = reply_status(content, after, self.limits)
+            notes.extend([note] if note else [])
         outputs = collector.finish()
         result = ExecResult(
             status=status,
@@ -377,27 +324,6 @@ class Sandbox:
         )
         return result, exprs
 
-    async def _drain(self, msg_id: str, collector: OutputCollector) -> None:
-        """Keep the outputs a dead kernel managed to send before it went."""
-        while True:
-            try:
-                msg = await self._kc.get_iopub_msg(timeout=0.05)
-            except queue.Empty:
-                return
-            if msg["parent_header"].get("msg_id") == msg_id:
-                collector.add(msg)
-
     def _returncode(self) -> int | None:
         process = getattr(getattr(self._km, "provisioner", None), "process", None)
         return process.poll() if process is not None else None
-
-    async def _shell_reply(self, msg_id: str, timeout: float) -> dict[str, Any] | None:
-        deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                msg = await self._kc.get_shell_msg(timeout=left)
-            except queue.Empty:
-                return None
-            if msg["parent_header"].get("msg_id") == msg_id:
-                return msg
-        return None
