@@ -25,7 +25,7 @@ from typing import Any
 from ..config import SandboxLimits
 from ..errors import ConfigError, SandboxError
 from ..protocols import ExecResult, OutputCallback
-from .disk import disk_note
+from .cells import CellRunner
 from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV
 from .gateway_cell import UNREACHABLE, collect, result
 from .gateway_wire import CLOSED, GatewayError, GatewayWire
@@ -33,11 +33,10 @@ from .messages import ENFORCED_BY_CLIENT, ENFORCEMENT_EXPR, parse_enforcement
 from .outputs import TEXT_LIMIT, OutputCollector
 from .paths import workspace_problem
 
-_SHELL_MOD = "codeagent_jupyter.sandbox.shell"
 _ENFORCED_BY_CLIENT = {k: v for k, v in ENFORCED_BY_CLIENT.items() if k != "disk"}
 
 
-class GatewaySandbox:
+class GatewaySandbox(CellRunner):
     """A stateful sandbox kernel on a gateway; see ``codeagent_jupyter.protocols.SandboxPort``."""
 
     def __init__(
@@ -179,43 +178,6 @@ class GatewaySandbox:
         await self.wire.delete_kernel()
         self._started = False
         await self.start()
-
-    async def execute(
-        self,
-        code: str,
-        *,
-        on_output: OutputCallback | None = None,
-        store_history: bool = True,
-        timeout: float | None = None,
-    ) -> ExecResult:
-        """Run ``code`` in the kernel; see the module docstring for what can happen."""
-        async with self._lock:
-            result, _ = await self._run(code, on_output, store_history, {}, timeout)
-            return self._check_disk(result)
-
-    async def run_command(
-        self, command: str, *, on_output: OutputCallback | None = None
-    ) -> ExecResult:
-        """Run a shell command inside the sandbox, under the same limits and timeout."""
-        code = f"__import__({_SHELL_MOD!r}, fromlist=['run']).run({command!r})"
-        expr = f"__import__({_SHELL_MOD!r}, fromlist=['run']).last_exit_code"
-        async with self._lock:
-            result, exprs = await self._run(code, on_output, False, {"rc": expr})
-        result.execution_count = None
-        rc = exprs.get("rc", {}).get("data", {}).get("text/plain")
-        if result.status == "ok" and rc not in (None, "0"):
-            result.status = "error"
-            result.note = f"exit code {rc}"
-        return self._check_disk(result)
-
-    def _check_disk(self, result: ExecResult) -> ExecResult:
-        """With a shared volume the workspace is visible here too: apply ``disk_mb``."""
-        if self.workdir.is_dir():
-            note = disk_note(self.workdir, self.limits.disk_mb)
-            if note:
-                result.status = "error"
-                result.note = f"{result.note}; {note}" if result.note else note
-        return result
 
     async def _revive(self, notes: list[str]) -> bool:
         """Before a cell: reconnect a dropped socket, or replace a dead kernel."""

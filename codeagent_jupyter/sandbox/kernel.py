@@ -25,7 +25,7 @@ from jupyter_client.kernelspec import NoSuchKernel
 from ..config import SandboxLimits
 from ..errors import ConfigError, SandboxError
 from ..protocols import ExecResult, OutputCallback
-from .disk import disk_note
+from .cells import CellRunner
 from .isolation import (
     ALLOW_UNCONFINED_ENV,
     LIMITS_ENV,
@@ -38,12 +38,11 @@ from .outputs import TEXT_LIMIT, OutputCollector, render_text
 from .paths import workspace_problem
 
 _POLL_S = 0.2
-_SHELL_MOD = "codeagent_jupyter.sandbox.shell"
 
 __all__ = ["Sandbox", "describe_exit"]
 
 
-class Sandbox:
+class Sandbox(CellRunner):
     """A stateful sandbox kernel; see ``codeagent_jupyter.protocols.SandboxPort``."""
 
     def __init__(
@@ -178,50 +177,10 @@ class Sandbox:
         await self._km.restart_kernel(now=True)
         await self._connect()
 
-    async def execute(
-        self,
-        code: str,
-        *,
-        on_output: OutputCallback | None = None,
-        store_history: bool = True,
-        timeout: float | None = None,
-    ) -> ExecResult:
-        """Run ``code`` in the kernel; see the module docstring for what can happen.
-
-        ``timeout`` overrides ``limits.cell_timeout`` for this one cell.
-        """
-        async with self._lock:
-            result, _ = await self._run(code, on_output, store_history, {}, timeout)
-            return self._check_disk(result)
-
-    def _check_disk(self, result: ExecResult) -> ExecResult:
-        """Turn a cell that left the workspace over ``limits.disk_mb`` into an error."""
-        note = disk_note(self.workdir, self.limits.disk_mb)
-        if note:
-            result.status = "error"
-            result.note = f"{result.note}; {note}" if result.note else note
-        return result
-
     async def _abandon(self) -> None:
         """The caller gave up on a cell (task cancelled): stop it so the next one can run."""
         with contextlib.suppress(Exception):
             await self.interrupt()
-
-    async def run_command(
-        self, command: str, *, on_output: OutputCallback | None = None
-    ) -> ExecResult:
-        """Run a shell command inside the sandbox, under the same limits and timeout; its
-        output streams to ``on_output`` as it comes, like a cell's."""
-        code = f"__import__({_SHELL_MOD!r}, fromlist=['run']).run({command!r})"
-        expr = f"__import__({_SHELL_MOD!r}, fromlist=['run']).last_exit_code"
-        async with self._lock:
-            result, exprs = await self._run(code, on_output, False, {"rc": expr})
-        result.execution_count = None
-        rc = exprs.get("rc", {}).get("data", {}).get("text/plain")
-        if result.status == "ok" and rc not in (None, "0"):
-            result.status = "error"
-            result.note = f"exit code {rc}"
-        return self._check_disk(result)
 
     async def _run(
         self,

@@ -89,7 +89,7 @@ async def test_kernel_death_mid_cell_is_died_then_a_fresh_kernel(sandbox: Any) -
 
 async def test_restarts_all_succeed(sandbox: Any) -> None:
     remote = type(sandbox).__name__ == "GatewaySandbox"
-    for i in range(10 if remote else 5):  # the gateway's restart path is the one in doubt
+    for i in range(20 if remote else 5):  # the gateway's restart path is the one in doubt
         await sandbox.execute(f"n = {i}")
         await sandbox.restart()
         result = await sandbox.execute("'n' in dir()")
