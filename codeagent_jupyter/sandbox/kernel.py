@@ -36,6 +36,7 @@ from .isolation import (
 from .messages import describe_exit, drain, read_enforcement, reply_status, shell_reply
 from .outputs import TEXT_LIMIT, OutputCollector, render_text
 from .paths import workspace_problem
+from .report import is_unconfined
 
 _POLL_S = 0.2
 
@@ -130,6 +131,13 @@ class Sandbox(CellRunner):
             raise SandboxError(f"sandbox kernel did not become ready: {e}") from e
         self._kc = kc
         self.enforcement = await read_enforcement(kc, self.startup_timeout)
+        if is_unconfined(self.enforcement) and not self.allow_unconfined:
+            # Our launcher refuses this itself; a kernel that does not even report (another
+            # kernel spec, or a manager that ignored ours) must not run model code either.
+            raise SandboxError(
+                f"kernel {self.kernel_name!r} reports no pid or filesystem isolation (not the "
+                "codeagent sandbox, or one that cannot isolate here); refusing to run it"
+            )
 
     def _refusal(self) -> str | None:
         """The launcher's one-line reason, when it refused to start the kernel."""

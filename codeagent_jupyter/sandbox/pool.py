@@ -78,7 +78,7 @@ class SandboxPool:
             await sandbox.start()
         except Exception as e:
             self._failures += 1
-            self._last_error = str(e)
+            self._last_error = str(e) or type(e).__name__
             log.warning("sandbox pool could not start a sandbox: %s", e)
         else:
             if self._closed:

@@ -410,3 +410,28 @@ def test_kernel_stderr_reaches_the_log_escaped_never_raw(tmp_path: Path) -> None
     assert b"cell ok" in done.stdout, done.stderr[-2000:]
     assert b"\x1b" not in done.stderr and b"\x07" not in done.stderr
     assert b"before \\x1b]0;pwned\\x07\\x1b[2J after" in done.stderr, done.stderr[-2000:]
+
+
+class SpecIgnoringManager(AsyncKernelManager):
+    """A kernel manager that starts the stock ``python3`` kernel whatever it is asked for,
+    as jupyter_server's gateway manager did: model code would run with no isolation."""
+
+    def __init__(self, **kwargs: object) -> None:
+        kwargs["kernel_name"] = "python3"
+        super().__init__(**kwargs)
+
+
+async def test_a_kernel_that_is_not_the_sandbox_is_refused(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    box = Sandbox(workdir=workspace, kernel_manager_class=SpecIgnoringManager)
+    with pytest.raises(SandboxError, match="no pid or filesystem isolation"):
+        await box.start()
+    assert not box.is_alive()
+    # Chosen explicitly, the same kernel runs, and says what it is not.
+    open_box = Sandbox(
+        workdir=workspace, kernel_manager_class=SpecIgnoringManager, allow_unconfined=True
+    )
+    async with open_box:
+        assert open_box.enforcement["filesystem"] == "none"
+        assert (await open_box.execute("1 + 1")).text.strip() == "2"
