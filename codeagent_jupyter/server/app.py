@@ -24,6 +24,7 @@ from ..errors import ConfigError
 from ..hardening import make_undumpable
 from .handlers import route_table
 from .manager import SessionManager
+from .uploads import routes as upload_routes
 
 APPROVAL_POLICIES = ("auto", "ask")
 AGENT_TRAITS = ("max_steps", "max_wall_s", "max_tokens", "result_chars", "approval")
@@ -147,6 +148,12 @@ class CodeAgent(Configurable):
         help="Seconds an idle session keeps its sandbox (for follow-ups) before it is closed; "
         "0 keeps it until the session is deleted.",
     )
+    max_upload_mb = Float(
+        512.0,
+        config=True,
+        help="Largest variable %agent --with may copy into a sandbox, in MB (after "
+        "serializing); larger uploads get 413 and no session starts.",
+    )
     warm_ttl = Float(
         300.0, config=True, help="Seconds a sandbox pre-acquired by /warm waits for its session."
     )
@@ -236,7 +243,7 @@ class CodeAgentApp(ExtensionApp):
                 settings.model = gateway.default_model
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(route_table())
+        self.handlers.extend(route_table() + upload_routes())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # Warm the pool once the event loop runs, so the first session starts fast.

@@ -24,6 +24,7 @@ from .session import AgentSession
 from .signing import SessionSigner, UnsignedNotebook
 from .store import load_saved_sessions
 from .supply import SandboxSupply, shutdown_quietly
+from .uploads import UploadStore
 from .workspace import NotebookResolver
 
 OLD_SESSIONS_DIR = ".codeagent/sessions"
@@ -60,6 +61,7 @@ class SessionManager:
         )
         self.signer = SessionSigner(self.state_dir, self.log)
         self.models = ModelRegistry(settings, self.root_dir)
+        self.uploads = UploadStore(self.state_dir / "uploads", settings.max_upload_mb)
         self._reaper: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -166,10 +168,14 @@ class SessionManager:
         model: str | None = None,
         limits: dict[str, Any] | None = None,
         max_steps: int | None = None,
+        namespace: list[dict[str, Any]] | None = None,
+        uploads: list[str] | None = None,
     ) -> AgentSession:
         """Start a session and its first run; returns once the run is under way.
 
         ``max_steps`` may only lower the administrator's step budget (400 otherwise).
+        ``namespace`` describes the user's kernel variables for the model (no values);
+        ``uploads`` are ids from ``POST /uploads``, loaded into the sandbox before step 1.
         """
         from ..agent import build_agent
         from ..context import build_context
@@ -189,6 +195,7 @@ class SessionManager:
         chosen = self.models.model_for(model)
         workdir = self.resolver.workdir_for(notebook_path)
         notebook = await self.resolver.read(notebook_path) if notebook_path else None
+        chosen_uploads = self.uploads.take(owner, uploads or [])  # 404 before any sandbox
 
         session_id = uuid.uuid4().hex[:12]
         path = self.sessions_dir / f"{session_id}.ipynb"
@@ -205,6 +212,7 @@ class SessionManager:
             await shutdown_quietly(sandbox)
             raise ApiError(409, f"session {session_id} was closed while starting")
         try:
+            loaded = await self.uploads.load(chosen_uploads, sandbox)
             config = self.settings.agent_config()
             if max_steps is not None:
                 config = dataclasses.replace(config, max_steps=max_steps)
@@ -223,7 +231,7 @@ class SessionManager:
                 config,
                 workdir=workdir,
                 approver=session.approve,
-                context=build_context(workdir, notebook),
+                context=build_context(workdir, notebook, namespace=namespace, loaded=loaded),
             )
         except BaseException:
             del self.sessions[session_id]

@@ -16,6 +16,8 @@ import asyncio
 import itertools
 from typing import Any
 
+from .transfer import PickleRefused, refuse_pickle
+
 TARGET = "codeagent"
 PING_TIMEOUT = 5.0
 REPLY_TIMEOUT = 15.0
@@ -91,6 +93,11 @@ class NotebookBridge:
     def _on_msg(self, msg: dict[str, Any]) -> None:
         data = msg.get("content", {}).get("data") or {}
         request_id = data.get("request_id")
+        try:
+            for buffer in msg.get("buffers") or []:
+                refuse_pickle(bytes(buffer))
+        except PickleRefused as e:  # never loaded: the request fails with the reason
+            data = {"action": "error", "message": str(e), "request_id": request_id}
         if request_id == self._ping_id:
             self._pending.pop(request_id, None)
             self._resolve_available(data.get("action") == "pong")

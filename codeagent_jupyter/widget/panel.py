@@ -22,6 +22,7 @@ from ..fold import SessionState, reduce
 from . import render
 from .actions import Inserter
 from .client import AgentClient, CodeAgentError
+from .transfer import Payload
 from .views import ItemView, make_view
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,10 @@ class AgentPanel:
         self.model = model
         self.max_steps = max_steps
         self.inserter = inserter
+        self.namespace_of: Callable[[], list[dict[str, Any]]] | None = None
+        """Describes the user's variables (no values) when a session starts."""
+        self.payloads: list[Payload] = []
+        """Variables (``--with``) to upload and load into the sandbox at start."""
         self.session_id: str | None = None
         self.state = SessionState()
         self._views: dict[str, ItemView] = {}
@@ -173,12 +178,22 @@ class AgentPanel:
         if self._warming is not None:  # the sandbox warmed while typing is the one to use
             await asyncio.wait({self._warming}, timeout=WARM_WAIT_S)
         try:
+            uploads = []
+            for payload in self.payloads:
+                self.say(f"copying {payload.name} ({len(payload.data):,} bytes) to the sandbox…")
+                sent = await self.client.upload(
+                    payload.name, payload.format, payload.data, payload.sha256
+                )
+                uploads.append(sent["id"])
             summary = await self.client.start(
                 prompt,
                 notebook_path=self.notebook_path,
                 model=self.model,
                 max_steps=self.max_steps,
+                namespace=self.namespace_of() if self.namespace_of else None,
+                uploads=uploads,
             )
+            self.payloads = []
         except BaseException:
             if not self.prompt.value:
                 self._warmed = True  # giving the text back is not typing

@@ -78,8 +78,12 @@ def output_html(output: dict[str, Any]) -> str:
 def _rich_html(data: dict[str, Any]) -> str:
     """The richest safe view of a display: images as data-URL ``<img>``, HTML sanitized.
 
-    Sandbox output is attacker-controlled: nothing from it reaches the page as live markup.
+    Sandbox output is attacker-controlled: nothing from it reaches the page as live markup,
+    and no binary bundle (a pickle above all) is ever decoded into an object here.
     """
+    if any(_binary_mime(mime) for mime in data):
+        kinds = ", ".join(sorted(m for m in data if _binary_mime(m)))
+        return f'<pre style="{PRE}">[{esc(kinds)} from the sandbox: not loaded here]</pre>'
     for mime in ("image/png", "image/jpeg"):
         if mime in data:
             return data_img(mime, _text(data[mime]), "max-width:100%")
@@ -94,6 +98,12 @@ def _rich_html(data: dict[str, Any]) -> str:
         text = head_tail(strip_ansi(_text(data["text/plain"])), MAX_TEXT)
         return f'<pre style="{PRE}">{esc(text)}</pre>'
     return ""
+
+
+def _binary_mime(mime: str) -> bool:
+    """Bundles that would need deserializing (``application/x-python-pickle``, octet
+    streams): the panel never loads them; results reach the user as cells or files."""
+    return "pickle" in mime or mime.endswith("octet-stream")
 
 
 def _text(value: Any) -> str:
