@@ -57,6 +57,8 @@ def notebook_context(nb: Any, *, max_chars: int = 12_000, output_chars: int = 60
             continue
         count = cell.get("execution_count")
         label = f"In [{count}]" if count else "In [ ]"
+        if cell.get("id"):
+            label += f" id={cell['id']}"
         block = f"[{index}] code {label}:\n```python\n{source}\n```"
         shown = _outputs_text(cell.get("outputs", []))
         if shown:

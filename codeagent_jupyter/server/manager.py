@@ -180,6 +180,7 @@ class SessionManager:
         from ..agent import build_agent
         from ..context import build_context
         from ..recorder import NotebookRecorder
+        from ..tools.edit import cells_of
 
         if self._stopping:
             raise ApiError(503, "the server is shutting down")
@@ -232,6 +233,7 @@ class SessionManager:
                 workdir=workdir,
                 approver=session.approve,
                 context=build_context(workdir, notebook, namespace=namespace, loaded=loaded),
+                notebook_cells=cells_of(notebook),
             )
         except BaseException:
             del self.sessions[session_id]

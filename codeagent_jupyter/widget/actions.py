@@ -52,6 +52,9 @@ class Inserter:
             which = str(todo[0].number) if len(todo) == 1 else "all"
             return FALLBACK.format(which=which)
         assert self.bridge is not None
+        edits = [c for c in todo if c.edit]
+        if edits:
+            return await self._apply_edits(session_id, edits)
         self._claimed.update(c.number for c in todo)  # an Accept all racing an Accept
         for index, cell in enumerate(todo):
             entry = {"source": cell.notebook_source, "metadata": provenance(session_id, cell)}
@@ -65,6 +68,34 @@ class Inserter:
         numbers = ", ".join(str(c.number) for c in todo)
         plural = "s" if len(todo) > 1 else ""
         return f"Inserted cell{plural} {numbers} into the notebook (not run)."
+
+    async def _apply_edits(self, session_id: str, cells: list[CellItem]) -> str:
+        """Accepted ``edit_cell`` proposals: the user's cell gets the new source (by id);
+        if the labextension cannot (an old build, the cell is gone), the new source goes in
+        a cell below it with a note, as for any accepted cell."""
+        assert self.bridge is not None
+        notes = []
+        for cell in cells:
+            self._claimed.add(cell.number)
+            edit = cell.edit or {}
+            target = str(edit.get("cell_id", ""))
+            meta = provenance(session_id, cell)
+            meta["codeagent"]["edit_reason"] = edit.get("reason", "")
+            try:
+                await self.bridge.replace_cell(target, cell.code, meta)
+                notes.append(f"Replaced the source of cell {target} (outputs cleared; run it).")
+            except BridgeError as e:
+                note = f"# codeagent: proposed replacement for cell {target} ({e})\n"
+                try:
+                    await self.bridge.insert_cells(
+                        [{"source": note + cell.code, "metadata": meta}], target
+                    )
+                except BridgeError:
+                    await self.bridge.insert_cells(
+                        [{"source": note + cell.code, "metadata": meta}], self.anchor_cell_id
+                    )
+                notes.append(f"Put the edit of cell {target} in a new cell below it: {e}")
+        return " ".join(notes)
 
     async def _insert(self, entry: dict[str, Any], number: int) -> list[str]:
         """Insert below the right neighbour; if the user deleted it, below the next one."""

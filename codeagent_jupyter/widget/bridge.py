@@ -78,6 +78,23 @@ class NotebookBridge:
             raise BridgeError(str(reply.get("message") or reply))
         return [str(i) for i in reply.get("cell_ids") or []]
 
+    async def replace_cell(self, cell_id: str, source: str, metadata: dict[str, Any]) -> str:
+        """Replace cell ``cell_id``'s source (outputs cleared, ``metadata`` merged)."""
+        if not await self.available():
+            raise BridgeError("the JupyterLab extension is not available")
+        request = self._new_request(
+            {"action": "replace_cell", "cell_id": cell_id, "source": source, "metadata": metadata}
+        )
+        future = self._pending[request["request_id"]]
+        self.comm.send(request)
+        try:
+            reply = await asyncio.wait_for(future, REPLY_TIMEOUT)
+        except asyncio.TimeoutError:
+            raise BridgeError("the notebook did not confirm the edit") from None
+        if reply.get("action") != "replaced":
+            raise BridgeError(str(reply.get("message") or reply))
+        return cell_id
+
     def close(self) -> None:
         if self.comm is not None and not self._closed:
             self._closed = True

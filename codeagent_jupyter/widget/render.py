@@ -127,7 +127,31 @@ def cell_header(cell: CellItem) -> str:
     return " · ".join(parts) + note
 
 
+def edit_html(edit: dict[str, Any]) -> str:
+    """An ``edit_cell`` proposal: the reason (Markdown, sanitized) over a unified diff whose
+    lines are escaped text, coloured by their first character."""
+    colors = {"+": "#e6ffec", "-": "#ffebe9", "@": "#ddf4ff"}
+    rows = []
+    for row in str(edit.get("diff", "")).splitlines()[:400]:
+        bg = colors.get(row[:1], "") if not row.startswith(("+++", "---")) else ""
+        style = f' style="background:{bg}"' if bg else ""
+        rows.append(f"<span{style}>{esc(row)}</span>")
+    cell_id = esc(str(edit.get("cell_id", "")))
+    return (
+        f'<div class="codeagent-edit" data-cell-id="{cell_id}">'
+        f'<div style="font-size:12px">Edit of your cell <code>{cell_id}</code>:</div>'
+        f"{markdown_html(str(edit.get('reason', '')))}"
+        f'<pre class="codeagent-diff" style="{PRE}">' + "\n".join(rows) + "</pre></div>"
+    )
+
+
 def cell_html(cell: CellItem) -> str:
+    if cell.edit:
+        return (
+            f'<div class="codeagent-cell" data-cell="{cell.number}" data-status="'
+            f'{esc(cell.status)}"><div style="font-size:12px;margin:2px 0">'
+            f"{cell_header(cell)}</div>{edit_html(cell.edit)}</div>"
+        )
     outputs = "".join(output_html(o) for o in cell.outputs)
     return (
         f'<div class="codeagent-cell" data-cell="{cell.number}" data-status="{esc(cell.status)}">'
