@@ -5,6 +5,7 @@
     %agent --attach 3f2a9c1b7d4e          (re-attach after a kernel restart)
     %agent --with df,model fit a better model   (copy df and model into the sandbox)
     %agent accept 3 | %agent accept all   (without the JupyterLab extension)
+    %agent fix | %agent --with df fix     (propose an edit of the last failed cell)
     %%agent --max-steps 20
     <a long request over several lines>
 
@@ -25,6 +26,7 @@ from ..variables import summarize
 from .actions import Inserter
 from .bridge import NotebookBridge
 from .client import AgentClient, CodeAgentError, notebook_path
+from .fixing import FailureWatcher, fix_request, names_used
 from .panel import AgentPanel
 from .transfer import Payload, serialize
 
@@ -75,6 +77,9 @@ class AgentMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.panels: list[AgentPanel] = []
+        self.watcher = FailureWatcher()
+        if shell is not None:
+            shell.events.register("post_run_cell", self.watcher.post_run_cell)
 
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> None:
@@ -89,6 +94,8 @@ class AgentMagics(Magics):
         if args.attach and request:
             raise UsageError("%agent: --attach takes no request; send follow-ups from the panel")
         payloads = self.serialize(args.with_names) if args.with_names else []
+        if request == "fix":
+            request = self.fix_request([p.name for p in payloads])
         panel = self.open_panel(args.model, args.max_steps, args.notebook_path)
         if panel is None:
             return
@@ -128,6 +135,20 @@ class AgentMagics(Magics):
         self.panels.append(panel)
         display(panel.widget)
         return panel
+
+    def fix_request(self, brought: list[str]) -> str:
+        """The request of ``%agent fix``: the last failed cell, source and traceback."""
+        failed = self.watcher.last
+        if failed is None:
+            raise UsageError("%agent fix: no cell has failed since %load_ext codeagent_jupyter")
+        suggest = [n for n in names_used(failed.source, self.shell.user_ns) if n not in brought]
+        if suggest and not brought:
+            print(
+                f"codeagent: to let the agent reproduce the error, copy what the cell uses: "
+                f"%agent --with {','.join(suggest)} fix",
+                file=sys.stderr,
+            )
+        return fix_request(failed, brought, suggest)
 
     def namespace(self) -> list[dict[str, Any]]:
         """This kernel's user variables described (types and shapes, never values)."""

@@ -82,9 +82,7 @@ def test_edit_cell_proposal_reaches_the_panel_and_is_decided(
     assert "<script>" not in html and "alert(1)" in html  # the reason is text, not markup
 
 
-def test_no_notebook_no_edit_cell_tool(
-    run: Any, client: AgentClient, scripted_model: Any
-) -> None:
+def test_no_notebook_no_edit_cell_tool(run: Any, client: AgentClient, scripted_model: Any) -> None:
     scripted_model.set_script([text("hi")])
 
     async def scenario() -> None:
