@@ -101,9 +101,16 @@ def build_context(
     *,
     namespace: list[dict[str, Any]] | None = None,
     loaded: list[str] | None = None,
+    preloaded: list[str] | None = None,
 ) -> str:
     """The context section of the first user message."""
     pieces = ["## Context", workspace_listing(workdir)]
+    if preloaded:
+        pieces.append(
+            "Already imported in your sandbox (no need to wait for these imports): "
+            + ", ".join(preloaded)
+            + "."
+        )
     if notebook is not None:
         pieces.append(notebook_context(notebook))
     for extra in (namespace_context(namespace or []), loaded_context(loaded or [])):

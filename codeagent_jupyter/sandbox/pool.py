@@ -17,12 +17,14 @@ import contextlib
 import logging
 import os
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
 from ..errors import SandboxError
 from .kernel import Sandbox
+from .preload import preload
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,7 @@ class SandboxPool:
         size: int = 2,
         workdir: str | os.PathLike[str] = ".",
         limits: SandboxLimits | None = None,
+        preload: Sequence[str] = (),
         **sandbox_options: Any,
     ) -> None:
         if size < 0:
@@ -43,6 +46,8 @@ class SandboxPool:
         self.workdir = Path(workdir).resolve()
         self.limits = limits or SandboxLimits()
         self._options = sandbox_options
+        self.preload = list(preload)
+        """Modules each pooled sandbox imports before it is handed out (``preload.py``)."""
         self._ready: deque[Sandbox] = deque()
         self._enforcement: dict[str, Any] | None = None
         self._starting: set[asyncio.Task[None]] = set()
@@ -73,6 +78,7 @@ class SandboxPool:
         sandbox = self._new(self.workdir)
         try:
             await sandbox.start()
+            await preload(sandbox, self.preload)
         except Exception as e:
             self._failures += 1
             self._last_error = str(e)

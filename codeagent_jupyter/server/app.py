@@ -148,6 +148,16 @@ class CodeAgent(Configurable):
         help="Seconds an idle session keeps its sandbox (for follow-ups) before it is closed; "
         "0 keeps it until the session is deleted.",
     )
+    preload = List(
+        Unicode(),
+        default_value=None,
+        allow_none=True,
+        config=True,
+        help="Modules every pooled sandbox imports before it is handed out (numpy as np, "
+        "pandas as pd, matplotlib.pyplot as plt; others under their own name), so a "
+        "session's first cell does not wait for them; the model is told. Default (None): "
+        "whichever of numpy, pandas, matplotlib.pyplot are installed. [] turns it off.",
+    )
     max_upload_mb = Float(
         512.0,
         config=True,
@@ -157,6 +167,18 @@ class CodeAgent(Configurable):
     warm_ttl = Float(
         300.0, config=True, help="Seconds a sandbox pre-acquired by /warm waits for its session."
     )
+
+    @validate("preload")
+    def _check_preload(self, proposal: dict[str, Any]) -> list[str] | None:
+        for name in proposal["value"] or []:
+            if not all(part.isidentifier() for part in name.split(".")):
+                raise ValueError(f"preload: {name!r} is not a module name")
+        return proposal["value"]
+
+    def preload_modules(self) -> list[str]:
+        from ..sandbox.preload import default_preload
+
+        return default_preload() if self.preload is None else list(self.preload)
 
     @validate("limits")
     def _check_limits(self, proposal: dict[str, Any]) -> dict[str, Any]:

@@ -58,6 +58,7 @@ class SessionManager:
             log=self.log,
             allow_unconfined=settings.allow_unconfined,
             kernel_manager_class=settings.kernel_manager_class,
+            preload=settings.preload_modules(),
         )
         self.signer = SessionSigner(self.state_dir, self.log)
         self.models = ModelRegistry(settings, self.root_dir)
@@ -232,7 +233,13 @@ class SessionManager:
                 config,
                 workdir=workdir,
                 approver=session.approve,
-                context=build_context(workdir, notebook, namespace=namespace, loaded=loaded),
+                context=build_context(
+                    workdir,
+                    notebook,
+                    namespace=namespace,
+                    loaded=loaded,
+                    preloaded=getattr(sandbox, "preloaded", None),
+                ),
                 notebook_cells=cells_of(notebook),
             )
         except BaseException:

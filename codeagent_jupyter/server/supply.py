@@ -29,6 +29,7 @@ class SandboxSupply:
         log: logging.Logger,
         allow_unconfined: bool = False,
         kernel_manager_class: type | None = None,
+        preload: list[str] | None = None,
     ) -> None:
         self.root_dir = root_dir
         self.allow_unconfined = allow_unconfined
@@ -39,6 +40,7 @@ class SandboxSupply:
             self.options["kernel_manager_class"] = kernel_manager_class
         self.limits = limits
         self.pool_size = pool_size
+        self.preload = list(preload or [])
         self.log = log
         self.pool: Any = None
         self.enforcement: dict[str, Any] | None = None
@@ -60,6 +62,7 @@ class SandboxSupply:
                         size=self.pool_size,
                         workdir=self.root_dir,
                         limits=self.limits,
+                        preload=self.preload,
                         **self.options,
                     )
                     await pool.start()
