@@ -10,6 +10,7 @@ that exist in this kernel, so the agent can reproduce and check its fix in the s
 from __future__ import annotations
 
 import ast
+import os
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -40,8 +41,16 @@ class FailureWatcher:
         source = getattr(info, "raw_cell", "") or ""
         if source.lstrip().startswith("%agent"):
             return  # a failing %agent is not the user's code
-        text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
-        self.last = FailedCell(source, getattr(info, "cell_id", None), strip_ansi(text))
+        self.last = FailedCell(source, getattr(info, "cell_id", None), traceback_text(error))
+
+
+def traceback_text(error: BaseException) -> str:
+    """The traceback from the user's cell on: IPython's own frames (which name paths of
+    this machine and say nothing about the bug) are left out."""
+    tb = error.__traceback__
+    while tb is not None and f"{os.sep}IPython{os.sep}" in tb.tb_frame.f_code.co_filename:
+        tb = tb.tb_next
+    return strip_ansi("".join(traceback.format_exception(type(error), error, tb)))
 
 
 def names_used(source: str, namespace: dict[str, Any]) -> list[str]:

@@ -145,8 +145,7 @@ class AgentMagics(Magics):
         if suggest and not brought:
             print(
                 f"codeagent: to let the agent reproduce the error, copy what the cell uses: "
-                f"%agent --with {','.join(suggest)} fix",
-                file=sys.stderr,
+                f"%agent --with {','.join(suggest)} fix"
             )
         return fix_request(failed, brought, suggest)
 

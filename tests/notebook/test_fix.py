@@ -55,7 +55,7 @@ def test_agent_fix_proposes_an_edit_of_the_failed_cell(
         assert (await run_in_cell(kernel, "prices = [1, 2, 3]", "load-prices"))["status"] == "ok"
         failed = await run_in_cell(kernel, BROKEN, "broken-sum")
         assert failed["status"] == "error" and failed["ename"] == "NameError"
-        tip = await kernel.stream("%agent --notebook-path work.ipynb fix", "stderr")
+        tip = await kernel.stream("%agent --notebook-path work.ipynb fix")
         await kernel.until(f"{PANEL}.state.status", "answered")
         edits = await kernel.stream(f"print([c.edit['cell_id'] for c in {PANEL}.state.cells])")
         assert edits.strip() == "['broken-sum']"
@@ -67,4 +67,5 @@ def test_agent_fix_proposes_an_edit_of_the_failed_cell(
     assert "My last cell (cell id=broken-sum) failed. Fix it." in sent
     assert json.dumps(BROKEN)[1:-1] in sent
     assert "NameError: name 'count' is not defined" in sent
+    assert "interactiveshell" not in sent  # IPython's own frames are left out
     assert "edit_cell on cell_id 'broken-sum'" in sent
