@@ -20,6 +20,13 @@ FALLBACK = (
 )
 
 
+def edit_note(cell: CellItem, why: str = "") -> str:
+    """The comment heading an accepted edit that lands in a new cell instead of its own."""
+    target = (cell.edit or {}).get("cell_id", "?")
+    because = f" ({why})" if why else ""
+    return f"# codeagent: proposed replacement for cell {target}{because}\n"
+
+
 def provenance(session_id: str, cell: CellItem) -> dict[str, Any]:
     """What an inserted cell records about where it came from."""
     return {
@@ -85,15 +92,16 @@ class Inserter:
                 await self.bridge.replace_cell(target, cell.code, meta)
                 notes.append(f"Replaced the source of cell {target} (outputs cleared; run it).")
             except BridgeError as e:
-                note = f"# codeagent: proposed replacement for cell {target} ({e})\n"
+                entry = {"source": edit_note(cell, str(e)) + cell.code, "metadata": meta}
                 try:
-                    await self.bridge.insert_cells(
-                        [{"source": note + cell.code, "metadata": meta}], target
-                    )
-                except BridgeError:
-                    await self.bridge.insert_cells(
-                        [{"source": note + cell.code, "metadata": meta}], self.anchor_cell_id
-                    )
+                    try:
+                        await self.bridge.insert_cells([entry], target)
+                    except BridgeError:  # the cell is gone: below the panel instead
+                        await self.bridge.insert_cells([entry], self.anchor_cell_id)
+                except BridgeError as again:
+                    self._claimed.discard(cell.number)
+                    notes.append(f"codeagent: could not apply the edit of cell {target}: {again}")
+                    continue
                 notes.append(f"Put the edit of cell {target} in a new cell below it: {e}")
         return " ".join(notes)
 

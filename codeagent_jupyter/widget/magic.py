@@ -23,7 +23,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
 from ..variables import summarize
-from .actions import Inserter
+from .actions import Inserter, edit_note
 from .bridge import NotebookBridge
 from .client import AgentClient, CodeAgentError, notebook_path
 from .fixing import FailureWatcher, fix_request, names_used
@@ -180,7 +180,11 @@ class AgentMagics(Magics):
             cells = [cell]
         if not cells:
             raise UsageError("%agent accept: no cell to accept")
-        source = "\n\n".join(c.notebook_source for c in cells)
+        source = "\n\n".join(
+            (edit_note(c, "no JupyterLab extension to edit it in place") if c.edit else "")
+            + c.notebook_source
+            for c in cells
+        )
         self.shell.set_next_input(source, replace=False)
         undecided = [c.tool_call_id for c in cells if c.decision is None]
         if undecided and panel.client is not None:

@@ -59,6 +59,14 @@ def test_agent_fix_proposes_an_edit_of_the_failed_cell(
         await kernel.until(f"{PANEL}.state.status", "answered")
         edits = await kernel.stream(f"print([c.edit['cell_id'] for c in {PANEL}.state.cells])")
         assert edits.strip() == "['broken-sum']"
+        # Without the JupyterLab extension, Accept gives the new source in a cell below.
+        reply, _ = await kernel.run("%agent accept 1")
+        (payload,) = [p for p in reply["payload"] if p["source"] == "set_next_input"]
+        assert payload["text"] == (
+            "# codeagent: proposed replacement for cell broken-sum (no JupyterLab extension "
+            "to edit it in place)\n" + FIXED
+        )
+        await kernel.until(f"{PANEL}.state.cells[0].decision", "True")
         return tip
 
     tip = run(scenario())
