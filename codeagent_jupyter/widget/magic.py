@@ -132,6 +132,7 @@ class AgentMagics(Magics):
             inserter=Inserter(NotebookBridge(), cell_id),
         )
         panel.namespace_of = self.namespace
+        panel.serialize_of = self.serialize
         self.panels.append(panel)
         display(panel.widget)
         return panel

@@ -96,3 +96,29 @@ def test_a_variable_over_the_cap_starts_no_session(
 
     run(scenario())
     assert scripted_model.requests == []
+
+
+def test_the_panel_picker_copies_the_chosen_variables(
+    run: Any, kernel: Any, scripted_model: Any
+) -> None:
+    check = "print(int(frame['a'].sum()), 'other' in globals())"
+    scripted_model.set_script([tool_calls(("run_cell", {"code": check})), text("6")])
+
+    async def scenario() -> tuple[str, str]:
+        await kernel.run(
+            "import pandas as pd\nimport codeagent_jupyter as ca\n"
+            "frame = pd.DataFrame({'a': [1, 2, 3]})\nother = 'not chosen'\np = ca.panel()"
+        )
+        await kernel.run("p.prompt.value = 's'")  # the first keystroke lists the variables
+        options = await kernel.stream("print(p.picker.select.options)")
+        await kernel.run("p.picker.select.value = ('frame',)\np.prompt.value = 'sum a'")
+        await kernel.run("p.send.click()")
+        await kernel.until("p.state.status", "answered")
+        shown = await kernel.stream("print([o['text'] for c in p.state.cells for o in c.outputs])")
+        return options, shown
+
+    options, shown = run(scenario())
+    assert "('frame: pandas.DataFrame 3\u00d71, columns: a[int64]', 'frame')" in options
+    assert "('other: str (len 10)', 'other')" in options
+    assert "6 False" in shown  # frame was copied, other was not
+    assert "frame: pandas.DataFrame 3\\u00d71" in _first_request_text(scripted_model)
