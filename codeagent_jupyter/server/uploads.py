@@ -210,17 +210,21 @@ class UploadHandler(BaseHandler):
         os.chmod(self.upload.path, 0o600)
 
     def data_received(self, chunk: bytes) -> None:
+        """Stream to the file; past the cap (a body without Content-Length) stop keeping it
+        (tornado cuts the connection a byte later: ``set_max_body_size``)."""
         assert self.upload is not None
         self.upload.size += len(chunk)
         if self.upload.size > self.manager.uploads.max_bytes:
             self._drop()
-            raise ApiError(413, _too_big(self.upload.name, self.manager.uploads.max_mb))
+            return
         self.hash.update(chunk)
         self.file.write(chunk)
 
     async def post(self) -> None:
         assert self.upload is not None
         self.file.close()
+        if self.upload.size > self.manager.uploads.max_bytes:
+            raise ApiError(413, _too_big(self.upload.name, self.manager.uploads.max_mb))
         if self.hash.hexdigest() != self.expected:
             self._drop()
             raise ApiError(400, f"{self.upload.name}: the body does not match its sha256")

@@ -23,7 +23,7 @@ from . import render
 from .actions import Inserter
 from .client import AgentClient, CodeAgentError
 from .picker import VariablePicker
-from .transfer import Payload
+from .transfer import Payload, upload_all
 from .views import ItemView, make_view
 
 log = logging.getLogger(__name__)
@@ -182,13 +182,7 @@ class AgentPanel:
         if self._warming is not None:  # the sandbox warmed while typing is the one to use
             await asyncio.wait({self._warming}, timeout=WARM_WAIT_S)
         try:
-            uploads = []
-            for payload in self.payloads:
-                self.say(f"copying {payload.name} ({len(payload.data):,} bytes) to the sandbox…")
-                sent = await self.client.upload(
-                    payload.name, payload.format, payload.data, payload.sha256
-                )
-                uploads.append(sent["id"])
+            uploads = await upload_all(self.client, self.payloads, self.say)
             summary = await self.client.start(
                 prompt,
                 notebook_path=self.notebook_path,

@@ -51,6 +51,17 @@ def serialize(name: str, obj: Any) -> Payload:
     return Payload(name, fmt, data, hashlib.sha256(data).hexdigest(), describe(name, obj))
 
 
+async def upload_all(client: Any, payloads: list[Payload], say: Any) -> list[str]:
+    """Upload each payload (``AgentClient.upload``); their ids, for ``AgentClient.start``.
+    A refusal (over the server's cap: 413) raises ``ClientError`` before any session."""
+    ids = []
+    for payload in payloads:
+        say(f"copying {payload.name} ({len(payload.data):,} bytes) to the sandbox…")
+        sent = await client.upload(payload.name, payload.format, payload.data, payload.sha256)
+        ids.append(sent["id"])
+    return ids
+
+
 class PickleRefused(ValueError):
     """Sandbox-made bytes that would run code when loaded here."""
 
