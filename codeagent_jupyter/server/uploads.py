@@ -37,6 +37,8 @@ from .handlers import BaseHandler
 FORMATS = {"parquet": "parquet", "pickle": "pkl"}
 STAGE_DIR = ".codeagent-uploads"
 """Where an upload waits in the workspace for the sandbox to load (and delete) it."""
+MAX_PENDING = 20
+"""Uploads one user may have waiting for a session (each up to the cap): a disk bound."""
 MAX_AGE_S = 3600.0
 """Uploads never claimed by a session are dropped after this long."""
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,79}$")
@@ -70,6 +72,10 @@ class UploadStore:
 
     def begin(self, owner: str, name: str, fmt: str) -> Upload:
         self.expire()
+        if sum(1 for u in self.uploads.values() if u.owner == owner) >= MAX_PENDING:
+            raise ApiError(
+                429, f"{MAX_PENDING} uploads are already waiting for a session; start one first"
+            )
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         upload_id = secrets.token_hex(16)
         path = self.directory / f"{upload_id}.{FORMATS[fmt]}"

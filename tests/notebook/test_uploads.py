@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import codeagent_jupyter
+from codeagent_jupyter.server.uploads import MAX_PENDING
 from codeagent_jupyter.widget import render
 from codeagent_jupyter.widget.client import AgentClient, ClientError, ServerInfo
 from codeagent_jupyter.widget.transfer import PickleRefused, refuse_pickle, serialize
@@ -58,6 +59,10 @@ def test_upload_route_refuses_bad_input(
         unknown = await _fails(client.start("go", uploads=["0" * 32]))
         assert unknown.status == 404 and "no upload" in str(unknown)
         assert await client.sessions() == []
+        for _ in range(MAX_PENDING - 1):  # unclaimed uploads are bounded per user
+            await client.upload("x", "pickle", data, _sha(data))
+        full = await _fails(client.upload("x", "pickle", data, _sha(data)))
+        assert full.status == 429 and "already waiting" in str(full)
 
     run(scenario())
 
