@@ -90,6 +90,20 @@ class CodeAgent(Configurable):
         help="Default sandbox limits (SandboxLimits fields). A request may only tighten them.",
     )
     pool_size = Int(1, config=True, help="Sandbox kernels kept started and ready for new sessions.")
+    pool_max = Int(
+        None,
+        allow_none=True,
+        config=True,
+        help="Most sandboxes the pool grows to after bursts of sessions: it keeps as many "
+        "as were handed out in the last minute, between pool_size and pool_max, and shrinks "
+        "back when idle. Default: pool_size (a fixed pool).",
+    )
+    pool_memory_mb = Float(
+        0.0,
+        config=True,
+        help="Memory budget of the pool's idle sandboxes (about 150 MB each): caps pool_max. "
+        "0: no budget beyond pool_max.",
+    )
     sessions_dir = Unicode(
         "",
         config=True,

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..config import SandboxLimits
 from ..sandbox import report
+from ..sandbox.demand import ceiling
 from .errors import ApiError
 from .models import ModelRegistry
 from .policy import Caller, check_max_steps, check_text, session_limits
@@ -59,6 +60,7 @@ class SessionManager:
             allow_unconfined=settings.allow_unconfined,
             kernel_manager_class=settings.kernel_manager_class,
             preload=settings.preload_modules(),
+            pool_max=ceiling(settings.pool_size, settings.pool_max, settings.pool_memory_mb),
         )
         self.signer = SessionSigner(self.state_dir, self.log)
         self.models = ModelRegistry(settings, self.root_dir)
