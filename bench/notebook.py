@@ -1,6 +1,6 @@
 """Benchmark: working on the user's notebook: preloaded libraries and ``--with`` uploads.
 
-    python bench/notebook.py [--repeat 3] [--sizes 1,100,500]
+    python bench/notebook.py [--repeat 3] [--sizes 1,100,500] [--burst 16]
 
 Runs a real ``jupyter server`` with the extension (subprocess, pool of 1) against the
 scripted model and prints two tables:
@@ -11,6 +11,9 @@ scripted model and prints two tables:
 - **--with**: for a DataFrame of each size (MB in memory): serializing it as the user's
   kernel does (``transfer.serialize``), the upload (``POST /uploads``), and the load into
   the sandbox (``POST /sessions`` with the upload, minus the same call without one).
+- **bursts**: ``--burst`` concurrent session creates, twice, with ``pool_size=1`` and
+  ``pool_max=--burst``: the first burst finds one started sandbox, the second finds the
+  pool grown to what the first one used.
 """
 
 from __future__ import annotations
@@ -53,7 +56,9 @@ def responder(messages: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 class Bench:
-    def __init__(self, work: Path, model_url: str, preload: list[str], max_mb: int) -> None:
+    def __init__(
+        self, work: Path, model_url: str, preload: list[str], max_mb: int, pool_max: int = 1
+    ) -> None:
         root = work / "root"
         root.mkdir(parents=True)
         self.server = Server(root, work / "home", model_url, pool=1)
@@ -62,6 +67,7 @@ class Bench:
         config["CodeAgent"] |= {
             "preload": preload,
             "max_upload_mb": max_mb,
+            "pool_max": pool_max,
             "idle_timeout": 0,
             "limits": {"memory_mb": 8 * max_mb + 2048, "cell_timeout": 300},
         }
@@ -164,6 +170,37 @@ async def uploads(work: Path, model_url: str, sizes: list[int]) -> list[tuple[st
     return rows
 
 
+async def bursts(work: Path, model_url: str, n: int) -> list[tuple[str, ...]]:
+    """Two bursts of ``n`` session creates; p50 / p95 of POST /sessions to its 201."""
+    bench = Bench(work / "bursts", model_url, [], 64, pool_max=n)
+    await bench.server.start()
+    rows = []
+    try:
+        for label in ("first burst (pool of 1)", "second burst (pool grown)"):
+
+            async def create() -> tuple[float, str]:
+                t0 = time.perf_counter()
+                info = await bench.server.call("POST", "sessions", {"prompt": "run idle"})
+                return time.perf_counter() - t0, info["id"]
+
+            done = await asyncio.gather(*(create() for _ in range(n)))
+            await asyncio.gather(
+                *(bench.server.call("DELETE", f"sessions/{sid}") for _, sid in done)
+            )
+            times = sorted(t for t, _ in done)
+            p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
+            rows.append((label, str(n), ms(statistics.median(times)), ms(p95)))
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:  # let the pool grow before the second burst
+                pool = (await bench.server.call("GET", "health"))["pool"]
+                if pool.get("ready", 0) >= n:
+                    break
+                await asyncio.sleep(0.5)
+    finally:
+        bench.server.stop()
+    return rows
+
+
 def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
@@ -173,6 +210,8 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--sizes", default="1,100,500", help="DataFrame sizes in MB")
+    parser.add_argument("--burst", type=int, default=16, help="sessions per burst (0: none)")
+    parser.add_argument("--only", choices=["first", "with", "burst"], help="one table only")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
     with (
@@ -180,15 +219,25 @@ async def main() -> None:
         ScriptedModelServer(responder) as model,
     ):
         work = Path(tmp)
-        first = await first_cell(work, model.url, args.repeat)
-        sent = await uploads(work, model.url, sizes) if sizes else []
-    print(f"first cell, POST /sessions to first output (median of {args.repeat})\n")
-    header = ("preload", "`1+1`", "`import pandas, pyplot`", "imports cost")
-    print(table(header, first))
+        only = args.only
+        first = await first_cell(work, model.url, args.repeat) if only in (None, "first") else []
+        sent = await uploads(work, model.url, sizes) if sizes and only in (None, "with") else []
+        burst = (
+            await bursts(work, model.url, args.burst)
+            if args.burst and only in (None, "burst")
+            else []
+        )
+    if first:
+        print(f"first cell, POST /sessions to first output (median of {args.repeat})\n")
+        header = ("preload", "`1+1`", "`import pandas, pyplot`", "imports cost")
+        print(table(header, first))
     if sent:
         print("\n--with a DataFrame: serialize (user kernel), upload, load (sandbox)\n")
         header = ("DataFrame", "sent as", "serialize", "upload", "load", "total")
         print(table(header, sent))
+    if burst:
+        print("\nbursts of session creates, POST /sessions to 201 (pool_size=1)\n")
+        print(table(("burst", "sessions", "p50", "p95"), burst))
 
 
 if __name__ == "__main__":
