@@ -60,8 +60,16 @@ class Inserter:
             return FALLBACK.format(which=which)
         assert self.bridge is not None
         edits = [c for c in todo if c.edit]
-        if edits:
-            return await self._apply_edits(session_id, edits)
+        note = await self._apply_edits(session_id, edits) if edits else ""
+        todo = [c for c in todo if not c.edit]
+        if not todo:
+            return note
+        inserted = await self._insert_cells(session_id, todo)
+        return f"{note} {inserted}" if note else inserted
+
+    async def _insert_cells(self, session_id: str, todo: list[CellItem]) -> str:
+        """New cells below the panel (the agent's own cells), in the agent's order."""
+        assert self.bridge is not None
         self._claimed.update(c.number for c in todo)  # an Accept all racing an Accept
         for index, cell in enumerate(todo):
             entry = {"source": cell.notebook_source, "metadata": provenance(session_id, cell)}

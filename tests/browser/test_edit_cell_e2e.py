@@ -23,6 +23,7 @@ DATA = "prices = [1, 2, 3]\nprint(len(prices))"
 BROKEN = "total = sum(prices) / count\nprint(total)"
 FIXED = "total = sum(prices) / len(prices)\nprint(total)"
 OTHER = "print('keep me')"
+CHECK = "prices = [1, 2, 3]\nprint(sum(prices) / len(prices))"
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +71,7 @@ def test_edit_cell_accept_and_reject_in_jupyterlab(
     nbformat.write(notebook, root / NOTEBOOK)
     model_server.set_script(
         [
+            tool_calls(("run_cell", {"code": CHECK})),  # the agent checks the fix first
             tool_calls(
                 (
                     "edit_cell",
@@ -97,9 +99,13 @@ def test_edit_cell_accept_and_reject_in_jupyterlab(
     assert "+total = sum(prices) / len(prices)" in diff.inner_text()
     assert "len(prices)" in panel.locator(".codeagent-edit").inner_text()
     screenshot(page, "edit-proposed")
-    panel.locator(".codeagent-cell-view .codeagent-accept").first.click()
+    # Accept all: the edit replaces the failed cell, the check cell goes below the panel.
+    panel.locator(".codeagent-accept-all").click()
     lab.wait_source(lab.index_of("broken"), FIXED)
-    panel.locator(".codeagent-notice", has_text="Replaced the source of cell broken").wait_for()
+    lab.wait_cell_count(len(notebook.cells) + 1)
+    notice = panel.locator(".codeagent-notice", has_text="Replaced the source of cell broken")
+    notice.wait_for()
+    assert "Inserted cell 1 into the notebook" in notice.inner_text()
 
     # Reject: the second proposal leaves its cell alone.
     model_server.set_script(
@@ -117,16 +123,20 @@ def test_edit_cell_accept_and_reject_in_jupyterlab(
     second.locator(".codeagent-reject", has_text="Rejected").wait_for()
     lab.save()
 
-    saved = {c.id: c for c in lab.read_saved(root).cells}
-    assert [c.id for c in lab.read_saved(root).cells] == [c.id for c in notebook.cells]
+    cells = lab.read_saved(root).cells
+    saved = {c.id: c for c in cells}
+    sources = [c.source for c in notebook.cells]
+    assert [c.source for c in cells] == [*sources[:2], FIXED, *sources[3:5], CHECK, sources[5]]
     fixed = saved["broken"]
     assert fixed.source == FIXED and fixed.outputs == [] and fixed.execution_count is None
     session_id = panel.locator(".widget-html code").first.inner_text().strip()
     events = session_detail(base_url, token, session_id)["events"]
-    (finished,) = [e for e in events if e["type"] == "tool_call_finished"]
+    check, finished = [e for e in events if e["type"] == "tool_call_finished"]
     assert fixed.metadata["codeagent"]["tool_call_id"] == finished["tool_call_id"]
     assert fixed.metadata["codeagent"]["session_id"] == session_id
-    assert [e["accepted"] for e in events if e["type"] == "cell_decision"] == [True]
+    assert fixed.metadata["codeagent"]["edit_reason"].startswith("`count` is not defined")
+    decided = {e["cell_id"]: e["accepted"] for e in events if e["type"] == "cell_decision"}
+    assert decided == {check["tool_call_id"]: True, finished["tool_call_id"]: True}
     assert saved["other"].source == OTHER and saved["data"].source == DATA
     assert saved["data"].outputs  # the untouched cells keep their outputs
     screenshot(page, "edit-accepted")
