@@ -97,7 +97,7 @@ class Inserter:
             meta = provenance(session_id, cell)
             meta["codeagent"]["edit_reason"] = edit.get("reason", "")
             try:
-                await self.bridge.replace_cell(target, cell.code, meta)
+                await self.bridge.replace_cell(target, cell.code, meta, edit.get("old_source"))
                 notes.append(f"Replaced the source of cell {target} (outputs cleared; run it).")
             except BridgeError as e:
                 entry = {"source": edit_note(cell, str(e)) + cell.code, "metadata": meta}

@@ -78,13 +78,18 @@ class NotebookBridge:
             raise BridgeError(str(reply.get("message") or reply))
         return [str(i) for i in reply.get("cell_ids") or []]
 
-    async def replace_cell(self, cell_id: str, source: str, metadata: dict[str, Any]) -> str:
-        """Replace cell ``cell_id``'s source (outputs cleared, ``metadata`` merged)."""
+    async def replace_cell(
+        self, cell_id: str, source: str, metadata: dict[str, Any], expected: str | None = None
+    ) -> str:
+        """Replace cell ``cell_id``'s source (outputs cleared, ``metadata`` merged); refused
+        when the cell no longer holds ``expected`` (the user changed it since)."""
         if not await self.available():
             raise BridgeError("the JupyterLab extension is not available")
-        request = self._new_request(
-            {"action": "replace_cell", "cell_id": cell_id, "source": source, "metadata": metadata}
-        )
+        data = {"action": "replace_cell", "cell_id": cell_id, "source": source}
+        data |= {"metadata": metadata}
+        if expected is not None:
+            data["expected_source"] = expected
+        request = self._new_request(data)
         future = self._pending[request["request_id"]]
         self.comm.send(request)
         try:

@@ -166,6 +166,9 @@ function replaceCell(panel: NotebookPanel, request: IReplaceCellRequest): string
   if (!cell) {
     throw new ProtocolError(`no cell with id ${request.cell_id} in ${panel.context.path}`);
   }
+  if (request.expected_source !== undefined && cell.getSource() !== request.expected_source) {
+    throw new ProtocolError(`cell ${request.cell_id} changed since the agent read it`);
+  }
   shared.transact(() => {
     cell.setSource(request.source);
     if (cell.cell_type === 'code') {

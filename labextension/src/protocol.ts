@@ -44,6 +44,8 @@ export interface IReplaceCellRequest {
   cell_id: string;
   source: string;
   metadata: Record<string, unknown>;
+  /** The source the proposal was made against: a cell changed since is not replaced. */
+  expected_source?: string;
   request_id?: string;
 }
 
@@ -115,11 +117,16 @@ export function parseRequest(data: unknown): Request {
       if (!isObject(metadata)) {
         throw new ProtocolError('replace_cell metadata must be an object');
       }
+      const expected = data.expected_source;
+      if (expected !== undefined && typeof expected !== 'string') {
+        throw new ProtocolError('replace_cell expected_source must be a string');
+      }
       return {
         action: 'replace_cell',
         cell_id: data.cell_id,
         source: data.source,
         metadata,
+        ...(expected === undefined ? {} : { expected_source: expected }),
         ...base
       };
     }

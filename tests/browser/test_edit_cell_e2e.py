@@ -23,6 +23,9 @@ DATA = "prices = [1, 2, 3]\nprint(len(prices))"
 BROKEN = "total = sum(prices) / count\nprint(total)"
 FIXED = "total = sum(prices) / len(prices)\nprint(total)"
 OTHER = "print('keep me')"
+DATA_EDITED = "prices = [1, 2, 3, 4]\nprint(len(prices))"
+STALE = "# codeagent: proposed replacement for cell data (cell data changed since the agent "
+STALE += "read it)\np = 1"
 CHECK = "prices = [1, 2, 3]\nprint(sum(prices) / len(prices))"
 
 
@@ -63,6 +66,7 @@ def test_edit_cell_accept_and_reject_in_jupyterlab(
             new_code_cell(OTHER, id="other"),
             new_code_cell("%agent fix", id="fix"),
             new_code_cell("%agent tidy up my last cell", id="tidy"),
+            new_code_cell("%agent tweak my data", id="tweak"),
         ],
         metadata={
             "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -121,12 +125,36 @@ def test_edit_cell_accept_and_reject_in_jupyterlab(
     second.locator('.codeagent-run-status[data-status="answered"]').wait_for(timeout=90_000)
     second.locator(".codeagent-cell-view .codeagent-reject").first.click()
     second.locator(".codeagent-reject", has_text="Rejected").wait_for()
+
+    # A cell the user changed after the agent read it is not overwritten: the edit goes in
+    # a new cell below it, with a note.
+    model_server.set_script(
+        [
+            tool_calls(("edit_cell", {"cell_id": "data", "new_source": "p = 1", "reason": "r"})),
+            text("Proposed."),
+        ]
+    )
+    lab.run_cell("tweak")
+    third = page.locator(".codeagent-panel").nth(2)
+    third.locator('.codeagent-run-status[data-status="answered"]').wait_for(timeout=90_000)
+    edit_data = "panel.content.model.sharedModel.cells[arg[0]].setSource(arg[1]);"
+    lab._js(edit_data, [lab.index_of("data"), DATA_EDITED])  # the user edits the cell
+    third.locator(".codeagent-cell-view .codeagent-accept").first.click()
+    third.locator(".codeagent-notice", has_text="changed since the agent read it").wait_for()
     lab.save()
 
     cells = lab.read_saved(root).cells
     saved = {c.id: c for c in cells}
     sources = [c.source for c in notebook.cells]
-    assert [c.source for c in cells] == [*sources[:2], FIXED, *sources[3:5], CHECK, sources[5]]
+    assert [c.source for c in cells] == [
+        LOAD,
+        DATA_EDITED,
+        STALE,
+        FIXED,
+        *sources[3:5],
+        CHECK,
+        *sources[5:],
+    ]
     fixed = saved["broken"]
     assert fixed.source == FIXED and fixed.outputs == [] and fixed.execution_count is None
     session_id = panel.locator(".widget-html code").first.inner_text().strip()
@@ -137,6 +165,6 @@ def test_edit_cell_accept_and_reject_in_jupyterlab(
     assert fixed.metadata["codeagent"]["edit_reason"].startswith("`count` is not defined")
     decided = {e["cell_id"]: e["accepted"] for e in events if e["type"] == "cell_decision"}
     assert decided == {check["tool_call_id"]: True, finished["tool_call_id"]: True}
-    assert saved["other"].source == OTHER and saved["data"].source == DATA
+    assert saved["other"].source == OTHER and saved["data"].source == DATA_EDITED
     assert saved["data"].outputs  # the untouched cells keep their outputs
     screenshot(page, "edit-accepted")
