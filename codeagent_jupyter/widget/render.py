@@ -115,6 +115,8 @@ def cell_header(cell: CellItem) -> str:
     parts = [f"<b>Cell {cell.number}</b>", f"step {cell.step}"]
     if cell.tool == "run_command":
         parts.append("shell")
+    if cell.edit:
+        parts.append("edit of your cell")
     color = {"ok": "#188038", "running": "#1a73e8"}.get(cell.status, RED)
     parts.append(f'<span style="color:{color}">{esc(cell.status)}</span>')
     if cell.finished and cell.duration_s:
