@@ -45,6 +45,7 @@ def test_namespace_summary_reaches_the_model_without_values(
     for value in ("Zanzibar", "1234.5", "hunter2", "pa55-word", "password", "underscore-value"):
         assert value not in sent, value
     assert "_private" not in sent and "- np:" not in sent and "- pd:" not in sent
+    assert "- In:" not in sent and "- Out:" not in sent and "- get_ipython:" not in sent
 
 
 BIG_CELL = """
