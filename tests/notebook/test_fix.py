@@ -55,7 +55,13 @@ def test_agent_fix_proposes_an_edit_of_the_failed_cell(
         assert (await run_in_cell(kernel, "prices = [1, 2, 3]", "load-prices"))["status"] == "ok"
         failed = await run_in_cell(kernel, BROKEN, "broken-sum")
         assert failed["status"] == "error" and failed["ename"] == "NameError"
-        tip = await kernel.stream("%agent --notebook-path work.ipynb fix")
+        _, messages = await kernel.run("%agent --notebook-path work.ipynb fix")
+        streams = {"stdout": "", "stderr": ""}
+        for m in messages:
+            if m["msg_type"] == "stream":
+                streams[m["content"]["name"]] += m["content"]["text"]
+        tip = streams["stdout"]
+        assert not streams["stderr"], streams["stderr"]
         await kernel.until(f"{PANEL}.state.status", "answered")
         edits = await kernel.stream(f"print([c.edit['cell_id'] for c in {PANEL}.state.cells])")
         assert edits.strip() == "['broken-sum']"
