@@ -27,10 +27,11 @@ def build_agent(
     workdir: Path | None = None,
     approver: Approver | None = None,
     context: str = "",
+    notebook_cells: dict[str, str] | None = None,
 ) -> AgentLoop:
     """An ``AgentLoop`` with the standard tools on ``sandbox`` (files in ``workdir``, by
     default the sandbox's own), publishing on ``bus`` (or to a list of sinks)."""
     config = config or AgentConfig()
     root = Path(workdir) if workdir is not None else Path(sandbox.workdir)
-    tools = ToolBox(sandbox, root, result_chars=config.result_chars)
+    tools = ToolBox(sandbox, root, result_chars=config.result_chars, notebook_cells=notebook_cells)
     return AgentLoop(model, sandbox, tools, bus, config, approver=approver, context=context)

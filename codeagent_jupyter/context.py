@@ -12,6 +12,7 @@ from typing import Any
 
 from .confined import ConfinementError, Workspace
 from .textbounds import head_tail
+from .variables import MAX_NAMES, line
 
 SKIP_DIRS = {".git", "__pycache__", ".ipynb_checkpoints", "node_modules", ".codeagent", ".venv"}
 
@@ -56,6 +57,8 @@ def notebook_context(nb: Any, *, max_chars: int = 12_000, output_chars: int = 60
             continue
         count = cell.get("execution_count")
         label = f"In [{count}]" if count else "In [ ]"
+        if cell.get("id"):
+            label += f" id={cell['id']}"
         block = f"[{index}] code {label}:\n```python\n{source}\n```"
         shown = _outputs_text(cell.get("outputs", []))
         if shown:
@@ -68,11 +71,51 @@ def notebook_context(nb: Any, *, max_chars: int = 12_000, output_chars: int = 60
     )
 
 
-def build_context(workdir: Path, notebook: Any | None = None) -> str:
+def namespace_context(entries: list[dict[str, Any]], *, max_chars: int = 4_000) -> str:
+    """The user's kernel variables (names, types, shapes: never values), one line each.
+
+    The model writes proposed cells against these real names; they are *not* in the
+    sandbox unless they were copied with ``--with`` (then ``loaded_context`` says so).
+    """
+    lines = [f"- {line(e)}" for e in entries[-MAX_NAMES:]]
+    if not lines:
+        return ""
+    return (
+        "Variables in the user's own kernel (not in your sandbox; cells the user accepts "
+        "run there and can use them):\n" + head_tail("\n".join(lines), max_chars)
+    )
+
+
+def loaded_context(lines: list[str]) -> str:
+    """What was copied from the user's kernel into the sandbox before the first step."""
+    if not lines:
+        return ""
+    return "Variables copied from the user's kernel, already defined in your sandbox:\n" + (
+        "\n".join(f"- {text}" for text in lines)
+    )
+
+
+def build_context(
+    workdir: Path,
+    notebook: Any | None = None,
+    *,
+    namespace: list[dict[str, Any]] | None = None,
+    loaded: list[str] | None = None,
+    preloaded: list[str] | None = None,
+) -> str:
     """The context section of the first user message."""
     pieces = ["## Context", workspace_listing(workdir)]
+    if preloaded:
+        pieces.append(
+            "Already imported in your sandbox (no need to wait for these imports): "
+            + ", ".join(preloaded)
+            + "."
+        )
     if notebook is not None:
         pieces.append(notebook_context(notebook))
+    for extra in (namespace_context(namespace or []), loaded_context(loaded or [])):
+        if extra:
+            pieces.append(extra)
     return "\n\n".join(pieces)
 
 

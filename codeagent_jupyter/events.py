@@ -180,6 +180,8 @@ class ToolCallFinished(Event):
     execution_count: int | None = None
     duration_s: float = 0.0
     note: str = ""
+    edit: dict[str, Any] | None = None
+    """``edit_cell``'s proposal: ``{cell_id, old_source, new_source, reason, diff}``."""
 
     @classmethod
     def from_outcome(

@@ -27,6 +27,9 @@ from .timeline import (
     ToolItem,
 )
 
+EDIT_TOOL = "edit_cell"
+"""A proposed edit of one of the user's cells: a cell item whose code is the new source."""
+
 __all__ = ["SessionState", "fold", "reduce"]
 
 
@@ -140,8 +143,8 @@ def _assistant_message(s: SessionState, e: ev.AssistantMessage) -> SessionState:
 def _tool_call_started(s: SessionState, e: ev.ToolCallStarted) -> SessionState:
     if e.name in HIDDEN_TOOLS:
         return s
-    if e.name in CODE_TOOLS:
-        key = "code" if e.name == "run_cell" else "command"
+    if e.name in (*CODE_TOOLS, EDIT_TOOL):
+        key = {"run_cell": "code", "run_command": "command"}.get(e.name, "new_source")
         args = e.arguments
         code = str(args.get(key, "")) if isinstance(args, dict) else ""
         return replace(s, items=(*s.items, _new_cell(s, e.tool_call_id, e.step, e.name, code)))
@@ -173,6 +176,7 @@ def _tool_call_finished(s: SessionState, e: ev.ToolCallFinished) -> SessionState
             duration_s=float(e.duration_s or 0.0),
             note=e.note or (e.result[:200] if e.status == "refused" else ""),
             ran=e.code is not None,
+            edit=e.edit if e.edit is not None else current.edit,
         )
         return _put(s, index, done)
     if index is None:  # never started (refused, or denied at approval): one line

@@ -38,6 +38,8 @@ class ToolOutcome:
     """What the sandbox did beyond running the code (interrupt, restart, disk budget)."""
     plan: list[dict[str, str]] | None = None
     """The plan, for ``update_plan``; published as ``PlanUpdated``."""
+    edit: dict[str, Any] | None = None
+    """For ``edit_cell``: ``{cell_id, old_source, new_source, reason, diff}``."""
 
     @classmethod
     def refused(cls, text: str) -> ToolOutcome:

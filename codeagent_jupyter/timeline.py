@@ -69,6 +69,8 @@ class CellItem:
     decision: bool | None = None  # True accepted, False rejected, None undecided
     ran: bool = False
     """The code reached the sandbox (False while running, and for calls the tool refused)."""
+    edit: dict[str, Any] | None = None
+    """An ``edit_cell`` proposal (``code`` is then the new source of the user's cell)."""
 
     @property
     def finished(self) -> bool:

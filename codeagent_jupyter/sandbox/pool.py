@@ -17,13 +17,16 @@ import contextlib
 import logging
 import os
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
 from ..errors import SandboxError
 from .backend import LocalBackend, SandboxBackend
+from .demand import Demand
 from .kernel import Sandbox
+from .preload import preload
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +40,9 @@ class SandboxPool:
         workdir: str | os.PathLike[str] = ".",
         limits: SandboxLimits | None = None,
         backend: SandboxBackend | None = None,
+        preload: Sequence[str] = (),
+        max_size: int | None = None,
+        demand_window_s: float = 60.0,
         **sandbox_options: Any,
     ) -> None:
         """``backend`` makes the sandboxes (default: local kernels with ``sandbox_options``)."""
@@ -46,6 +52,10 @@ class SandboxPool:
         self.workdir = Path(workdir).resolve()
         self.limits = limits or SandboxLimits()
         self.backend = backend if backend is not None else LocalBackend(**sandbox_options)
+        self.demand = Demand(size, size if max_size is None else max_size, demand_window_s)
+        """Past ``size`` (up to ``max_size``) the pool keeps what was recently handed out."""
+        self.preload = list(preload)
+        """Modules each pooled sandbox imports before it is handed out (``preload.py``)."""
         self._ready: deque[Sandbox] = deque()
         self._enforcement: dict[str, Any] | None = None
         self._starting: set[asyncio.Task[None]] = set()
@@ -66,7 +76,7 @@ class SandboxPool:
     def _refill(self) -> None:
         if self._closed:
             return
-        missing = self.size - len(self._ready) - len(self._starting)
+        missing = self.demand.target() - len(self._ready) - len(self._starting)
         for _ in range(max(missing, 0)):
             task = asyncio.get_running_loop().create_task(self._start_one())
             self._starting.add(task)
@@ -76,6 +86,7 @@ class SandboxPool:
         sandbox = self._new(self.workdir)
         try:
             await sandbox.start()
+            await preload(sandbox, self.preload)
         except Exception as e:
             self._failures += 1
             self._last_error = str(e) or type(e).__name__
@@ -87,6 +98,8 @@ class SandboxPool:
                 self._ready.append(sandbox)
                 self._enforcement = dict(sandbox.enforcement)
         finally:
+            # Counted as starting no longer, before anyone wakes up and refills.
+            self._starting.discard(asyncio.current_task())  # type: ignore[arg-type]
             self._changed.set()
 
     async def acquire(self, workdir: str | os.PathLike[str] | None = None) -> Sandbox:
@@ -98,6 +111,8 @@ class SandboxPool:
             await sandbox.start()
             return sandbox
         failures = self._failures
+        self.demand.record()
+        self._refill()  # a burst raises the target: start more now, not one by one
         while True:
             while self._ready:
                 sandbox = self._ready.popleft()
@@ -117,6 +132,13 @@ class SandboxPool:
                 raise SandboxError("sandbox pool is shut down")
             if self._failures != failures and not self._ready:
                 raise SandboxError(f"could not start a sandbox: {self._last_error}")
+
+    async def trim(self) -> None:
+        """Shut down ready sandboxes beyond the demand target (idle since the last burst)."""
+        while len(self._ready) > self.demand.target():
+            sandbox = self._ready.pop()
+            with contextlib.suppress(Exception):
+                await sandbox.shutdown()
 
     def status(self) -> dict[str, Any]:
         """Counts for a health check."""

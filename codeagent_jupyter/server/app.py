@@ -26,6 +26,7 @@ from ..hardening import make_undumpable
 from ..sandbox.backend import BACKENDS, SETTINGS_HELP, SandboxBackend, make_backend
 from .handlers import route_table
 from .manager import SessionManager
+from .uploads import routes as upload_routes
 
 APPROVAL_POLICIES = ("auto", "ask")
 AGENT_TRAITS = ("max_steps", "max_wall_s", "max_tokens", "result_chars", "approval")
@@ -92,6 +93,20 @@ class CodeAgent(Configurable):
         + "; ".join(f"{f.name}: {SandboxLimits.help(f.name)}" for f in fields(SandboxLimits)),
     )
     pool_size = Int(1, config=True, help="Sandbox kernels kept started and ready for new sessions.")
+    pool_max = Int(
+        None,
+        allow_none=True,
+        config=True,
+        help="Most sandboxes the pool grows to after bursts of sessions: it keeps as many "
+        "as were handed out in the last minute, between pool_size and pool_max, and shrinks "
+        "back when idle. Default: pool_size (a fixed pool).",
+    )
+    pool_memory_mb = Float(
+        0.0,
+        config=True,
+        help="Memory budget of the pool's idle sandboxes (about 150 MB each): caps pool_max. "
+        "0: no budget beyond pool_max.",
+    )
     sessions_dir = Unicode(
         "",
         config=True,
@@ -168,9 +183,37 @@ class CodeAgent(Configurable):
         help="Seconds an idle session keeps its sandbox (for follow-ups) before it is closed; "
         "0 keeps it until the session is deleted.",
     )
+    preload = List(
+        Unicode(),
+        default_value=None,
+        allow_none=True,
+        config=True,
+        help="Modules every pooled sandbox imports before it is handed out (numpy as np, "
+        "pandas as pd, matplotlib.pyplot as plt; others under their own name), so a "
+        "session's first cell does not wait for them; the model is told. Default (None): "
+        "whichever of numpy, pandas, matplotlib.pyplot are installed. [] turns it off.",
+    )
+    max_upload_mb = Float(
+        512.0,
+        config=True,
+        help="Largest variable %agent --with may copy into a sandbox, in MB (after "
+        "serializing); larger uploads get 413 and no session starts.",
+    )
     warm_ttl = Float(
         300.0, config=True, help="Seconds a sandbox pre-acquired by /warm waits for its session."
     )
+
+    @validate("preload")
+    def _check_preload(self, proposal: dict[str, Any]) -> list[str] | None:
+        for name in proposal["value"] or []:
+            if not all(part.isidentifier() for part in name.split(".")):
+                raise ValueError(f"preload: {name!r} is not a module name")
+        return proposal["value"]
+
+    def preload_modules(self) -> list[str]:
+        from ..sandbox.preload import default_preload
+
+        return default_preload() if self.preload is None else list(self.preload)
 
     @validate("limits")
     def _check_limits(self, proposal: dict[str, Any]) -> dict[str, Any]:
@@ -267,7 +310,7 @@ class CodeAgentApp(ExtensionApp):
                 settings.model = gateway.default_model
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(route_table())
+        self.handlers.extend(route_table() + upload_routes())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # Warm the pool once the event loop runs, so the first session starts fast.

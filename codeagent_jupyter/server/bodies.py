@@ -40,6 +40,32 @@ START = body_schema(
     {"prompt": "string"},
     {"notebook_path": "string", "model": "string", "limits": "object", "max_steps": "integer"},
 )
+_TEXT = {"type": "string", "maxLength": 200}
+NAMESPACE_ENTRY = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_]{0,79}$"},
+        "type": _TEXT,
+        "shape": {"type": "array", "items": {"type": "integer"}, "maxItems": 8},
+        "len": {"type": "integer"},
+        "dtype": _TEXT,
+        "n_columns": {"type": "integer"},
+        "columns": {
+            "type": "array",
+            "maxItems": 20,
+            "items": {"type": "array", "items": _TEXT, "minItems": 2, "maxItems": 2},
+        },
+    },
+    "required": ["name", "type"],
+    "additionalProperties": False,
+}
+"""One variable of the user's kernel (``variables.describe``): names and shapes, no values."""
+START["properties"]["namespace"] = {"type": "array", "items": NAMESPACE_ENTRY, "maxItems": 200}
+START["properties"]["uploads"] = {
+    "type": "array",
+    "items": {"type": "string", "pattern": "^[0-9a-f]{1,64}$"},
+    "maxItems": 20,
+}
 MESSAGE = body_schema({"text": "string"}, {})
 APPROVAL = body_schema({"approve": "boolean"}, {})
 

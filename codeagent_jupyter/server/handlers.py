@@ -110,6 +110,8 @@ class SessionsHandler(BaseHandler):
             model=body.get("model"),
             limits=body.get("limits"),
             max_steps=body.get("max_steps"),
+            namespace=body.get("namespace"),
+            uploads=body.get("uploads"),
         )
         self.set_header("Location", self.request.path.rstrip("/") + "/" + session.id)
         self.reply(session.summary(), status=201)

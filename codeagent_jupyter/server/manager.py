@@ -17,6 +17,7 @@ from typing import Any
 
 from ..config import SandboxLimits
 from ..sandbox import report
+from ..sandbox.demand import ceiling
 from .errors import ApiError
 from .models import ModelRegistry
 from .policy import Caller, check_max_steps, check_text, session_limits
@@ -25,6 +26,7 @@ from .session import AgentSession
 from .signing import SessionSigner, UnsignedNotebook
 from .store import load_saved_sessions
 from .supply import SandboxSupply, shutdown_quietly
+from .uploads import UploadStore
 from .workspace import NotebookResolver
 
 OLD_SESSIONS_DIR = ".codeagent/sessions"
@@ -59,9 +61,12 @@ class SessionManager:
             allow_unconfined=settings.allow_unconfined,
             kernel_manager_class=settings.kernel_manager_class,
             backend=settings.sandbox_backend_of(),
+            preload=settings.preload_modules(),
+            pool_max=ceiling(settings.pool_size, settings.pool_max, settings.pool_memory_mb),
         )
         self.signer = SessionSigner(self.state_dir, self.log)
         self.models = ModelRegistry(settings, self.root_dir)
+        self.uploads = UploadStore(self.state_dir / "uploads", settings.max_upload_mb)
         self._reaper: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -170,14 +175,19 @@ class SessionManager:
         model: str | None = None,
         limits: dict[str, Any] | None = None,
         max_steps: int | None = None,
+        namespace: list[dict[str, Any]] | None = None,
+        uploads: list[str] | None = None,
     ) -> AgentSession:
         """Start a session and its first run; returns once the run is under way.
 
         ``max_steps`` may only lower the administrator's step budget (400 otherwise).
+        ``namespace`` describes the user's kernel variables for the model (no values);
+        ``uploads`` are ids from ``POST /uploads``, loaded into the sandbox before step 1.
         """
         from ..agent import build_agent
         from ..context import build_context
         from ..recorder import NotebookRecorder
+        from ..tools.edit import cells_of
 
         if self._stopping:
             raise ApiError(503, "the server is shutting down")
@@ -193,6 +203,7 @@ class SessionManager:
         chosen = self.models.model_for(model)
         workdir = self.resolver.workdir_for(notebook_path)
         notebook = await self.resolver.read(notebook_path) if notebook_path else None
+        chosen_uploads = self.uploads.take(owner, uploads or [])  # 404 before any sandbox
 
         session_id = uuid.uuid4().hex[:12]
         path = self.sessions_dir / f"{session_id}.ipynb"
@@ -209,6 +220,7 @@ class SessionManager:
             await shutdown_quietly(sandbox)
             raise ApiError(409, f"session {session_id} was closed while starting")
         try:
+            loaded = await self.uploads.load(chosen_uploads, sandbox)
             config = self.settings.agent_config()
             if max_steps is not None:
                 config = dataclasses.replace(config, max_steps=max_steps)
@@ -228,7 +240,14 @@ class SessionManager:
                 config,
                 workdir=workdir,
                 approver=session.approve,
-                context=build_context(workdir, notebook),
+                context=build_context(
+                    workdir,
+                    notebook,
+                    namespace=namespace,
+                    loaded=loaded,
+                    preloaded=getattr(sandbox, "preloaded", None),
+                ),
+                notebook_cells=cells_of(notebook),
             )
             attach_hooks(self, session, loop)
         except BaseException:

@@ -30,6 +30,8 @@ class SandboxSupply:
         allow_unconfined: bool = False,
         kernel_manager_class: type | None = None,
         backend: Any = None,
+        preload: list[str] | None = None,
+        pool_max: int = 0,
     ) -> None:
         self.root_dir = root_dir
         self.allow_unconfined = allow_unconfined
@@ -46,6 +48,9 @@ class SandboxSupply:
         """Makes every sandbox (``sandbox.backend``): local kernels or a kernel gateway."""
         self.limits = limits
         self.pool_size = pool_size
+        self.preload = list(preload or [])
+        self.pool_max = pool_max
+        """Most pooled sandboxes when demand is high (``demand.ceiling``); 0: ``pool_size``."""
         self.log = log
         self.pool: Any = None
         self.enforcement: dict[str, Any] | None = None
@@ -68,6 +73,8 @@ class SandboxSupply:
                         workdir=self.root_dir,
                         limits=self.limits,
                         backend=self.backend,
+                        preload=self.preload,
+                        max_size=self.pool_max or None,
                     )
                     await pool.start()
                 except Exception as e:
@@ -119,6 +126,9 @@ class SandboxSupply:
             await shutdown_quietly(old[0])
 
     async def expire_warm(self) -> None:
+        """Drop warm sandboxes past their time, and pooled ones beyond the demand."""
+        if self.pool is not None:
+            await self.pool.trim()
         now = time.monotonic()
         for owner, held in list(self._warm.items()):
             if now > held[2] and self._warm.get(owner) is held:
@@ -128,6 +138,8 @@ class SandboxSupply:
     def status(self) -> dict[str, Any]:
         if self.pool is not None:
             status = dict(self.pool.status())
+            if self.pool.demand.high > self.pool_size:
+                status["target"] = self.pool.demand.target()
         else:
             status = {"size": self.pool_size, "started": False, "error": self._error}
         status["warm_held"] = len(self._warm)

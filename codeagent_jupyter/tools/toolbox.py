@@ -17,7 +17,7 @@ from ..errors import ConfigError, ToolArgumentError, ToolError
 from ..outcome import ToolOutcome
 from ..protocols import OutputCallback
 from ..textbounds import head_tail
-from . import files, kernel, plan
+from . import edit, files, kernel, plan
 from ._schema import Tool, check, obj
 
 _PATH = {"type": "string", "description": "Path relative to the workspace root."}
@@ -33,11 +33,13 @@ class ToolBox:
         *,
         result_chars: int = 8000,
         enabled: Iterable[str] | None = None,
+        notebook_cells: dict[str, str] | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.root = Path(workdir).resolve()
         self.result_chars = result_chars
-        tools = _definitions()
+        self.notebook_cells = notebook_cells or {}
+        tools = _definitions() + ([EDIT_CELL] if self.notebook_cells else [])
         if enabled is not None:
             wanted = list(enabled)
             unknown = sorted(set(wanted) - {t.name for t in tools})
@@ -125,6 +127,13 @@ class ToolBox:
         return await self._in_thread(
             files.search_files, pattern, path, self.result_chars, self.file_timeout_s
         )
+
+    async def _edit_cell(
+        self, *, cell_id: str, new_source: str, reason: str, on_output: Any = None
+    ) -> ToolOutcome:
+        outcome = edit.propose(self.notebook_cells, cell_id, new_source, reason)
+        outcome.text = head_tail(outcome.text, self.result_chars)
+        return outcome
 
     async def _update_plan(
         self, *, steps: list[dict[str, Any]], on_output: Any = None
@@ -216,3 +225,20 @@ def _definitions() -> list[Tool]:
             ToolBox._update_plan,
         ),
     ]
+
+
+EDIT_CELL = Tool(
+    "edit_cell",
+    "Propose a new source for one of the user's own notebook cells (cell ids are in the "
+    "notebook context). Nothing runs: the user sees a diff with your reason and accepts or "
+    "rejects it. Check the new code with run_cell first when the variables it needs are in "
+    "your sandbox.",
+    obj(
+        ["cell_id", "new_source", "reason"],
+        cell_id={"type": "string", "minLength": 1, "description": "The cell's id."},
+        new_source={"type": "string", "description": "The complete new source of the cell."},
+        reason={"type": "string", "description": "One sentence: what the edit fixes or adds."},
+    ),
+    ToolBox._edit_cell,
+)
+"""Offered only when the session knows the user's notebook (its code cells by id)."""

@@ -8,6 +8,7 @@ Nothing here runs the agent: the Jupyter server does, with the API key it holds.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from ..fold import SessionState, fold, reduce
@@ -45,6 +46,8 @@ def unload_ipython_extension(ipython: Any) -> None:
         return
     for panel in magics.panels:
         panel.close()
+    with contextlib.suppress(ValueError):
+        ipython.events.unregister("post_run_cell", magics.watcher.post_run_cell)
     for kind in ("line", "cell"):
         ipython.magics_manager.magics[kind].pop("agent", None)
 

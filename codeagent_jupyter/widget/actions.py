@@ -20,6 +20,13 @@ FALLBACK = (
 )
 
 
+def edit_note(cell: CellItem, why: str = "") -> str:
+    """The comment heading an accepted edit that lands in a new cell instead of its own."""
+    target = (cell.edit or {}).get("cell_id", "?")
+    because = f" ({why})" if why else ""
+    return f"# codeagent: proposed replacement for cell {target}{because}\n"
+
+
 def provenance(session_id: str, cell: CellItem) -> dict[str, Any]:
     """What an inserted cell records about where it came from."""
     return {
@@ -52,6 +59,17 @@ class Inserter:
             which = str(todo[0].number) if len(todo) == 1 else "all"
             return FALLBACK.format(which=which)
         assert self.bridge is not None
+        edits = [c for c in todo if c.edit]
+        note = await self._apply_edits(session_id, edits) if edits else ""
+        todo = [c for c in todo if not c.edit]
+        if not todo:
+            return note
+        inserted = await self._insert_cells(session_id, todo)
+        return f"{note} {inserted}" if note else inserted
+
+    async def _insert_cells(self, session_id: str, todo: list[CellItem]) -> str:
+        """New cells below the panel (the agent's own cells), in the agent's order."""
+        assert self.bridge is not None
         self._claimed.update(c.number for c in todo)  # an Accept all racing an Accept
         for index, cell in enumerate(todo):
             entry = {"source": cell.notebook_source, "metadata": provenance(session_id, cell)}
@@ -65,6 +83,35 @@ class Inserter:
         numbers = ", ".join(str(c.number) for c in todo)
         plural = "s" if len(todo) > 1 else ""
         return f"Inserted cell{plural} {numbers} into the notebook (not run)."
+
+    async def _apply_edits(self, session_id: str, cells: list[CellItem]) -> str:
+        """Accepted ``edit_cell`` proposals: the user's cell gets the new source (by id);
+        if the labextension cannot (an old build, the cell is gone), the new source goes in
+        a cell below it with a note, as for any accepted cell."""
+        assert self.bridge is not None
+        notes = []
+        for cell in cells:
+            self._claimed.add(cell.number)
+            edit = cell.edit or {}
+            target = str(edit.get("cell_id", ""))
+            meta = provenance(session_id, cell)
+            meta["codeagent"]["edit_reason"] = edit.get("reason", "")
+            try:
+                await self.bridge.replace_cell(target, cell.code, meta, edit.get("old_source"))
+                notes.append(f"Replaced the source of cell {target} (outputs cleared; run it).")
+            except BridgeError as e:
+                entry = {"source": edit_note(cell, str(e)) + cell.code, "metadata": meta}
+                try:
+                    try:
+                        await self.bridge.insert_cells([entry], target)
+                    except BridgeError:  # the cell is gone: below the panel instead
+                        await self.bridge.insert_cells([entry], self.anchor_cell_id)
+                except BridgeError as again:
+                    self._claimed.discard(cell.number)
+                    notes.append(f"codeagent: could not apply the edit of cell {target}: {again}")
+                    continue
+                notes.append(f"Put the edit of cell {target} in a new cell below it: {e}")
+        return " ".join(notes)
 
     async def _insert(self, entry: dict[str, Any], number: int) -> list[str]:
         """Insert below the right neighbour; if the user deleted it, below the next one."""

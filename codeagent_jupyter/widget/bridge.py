@@ -16,6 +16,8 @@ import asyncio
 import itertools
 from typing import Any
 
+from .transfer import PickleRefused, refuse_pickle
+
 TARGET = "codeagent"
 PING_TIMEOUT = 5.0
 REPLY_TIMEOUT = 15.0
@@ -76,6 +78,28 @@ class NotebookBridge:
             raise BridgeError(str(reply.get("message") or reply))
         return [str(i) for i in reply.get("cell_ids") or []]
 
+    async def replace_cell(
+        self, cell_id: str, source: str, metadata: dict[str, Any], expected: str | None = None
+    ) -> str:
+        """Replace cell ``cell_id``'s source (outputs cleared, ``metadata`` merged); refused
+        when the cell no longer holds ``expected`` (the user changed it since)."""
+        if not await self.available():
+            raise BridgeError("the JupyterLab extension is not available")
+        data = {"action": "replace_cell", "cell_id": cell_id, "source": source}
+        data |= {"metadata": metadata}
+        if expected is not None:
+            data["expected_source"] = expected
+        request = self._new_request(data)
+        future = self._pending[request["request_id"]]
+        self.comm.send(request)
+        try:
+            reply = await asyncio.wait_for(future, REPLY_TIMEOUT)
+        except asyncio.TimeoutError:
+            raise BridgeError("the notebook did not confirm the edit") from None
+        if reply.get("action") != "replaced":
+            raise BridgeError(str(reply.get("message") or reply))
+        return cell_id
+
     def close(self) -> None:
         if self.comm is not None and not self._closed:
             self._closed = True
@@ -91,6 +115,11 @@ class NotebookBridge:
     def _on_msg(self, msg: dict[str, Any]) -> None:
         data = msg.get("content", {}).get("data") or {}
         request_id = data.get("request_id")
+        try:
+            for buffer in msg.get("buffers") or []:
+                refuse_pickle(bytes(buffer))
+        except PickleRefused as e:  # never loaded: the request fails with the reason
+            data = {"action": "error", "message": str(e), "request_id": request_id}
         if request_id == self._ping_id:
             self._pending.pop(request_id, None)
             self._resolve_available(data.get("action") == "pong")

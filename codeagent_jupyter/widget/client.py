@@ -161,15 +161,23 @@ class AgentClient:
 
     # -- REST ------------------------------------------------------------------------------
 
-    async def request(self, method: str, path: str, body: Any = None) -> Any:
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
         """One API call; the JSON answer, or ``ClientError`` with the server's message."""
-        payload = None
-        if body is not None or method in ("POST", "PUT"):
+        payload: str | bytes | None = raw
+        if raw is None and (body is not None or method in ("POST", "PUT")):
             payload = json.dumps(body if body is not None else {})
         req = HTTPRequest(
             self.api + path,
             method=method,
-            headers=self._headers(),
+            headers=headers or self._headers(),
             body=payload,
             request_timeout=self.timeout,
         )
@@ -203,17 +211,31 @@ class AgentClient:
         model: str | None = None,
         limits: dict[str, Any] | None = None,
         max_steps: int | None = None,
+        namespace: list[dict[str, Any]] | None = None,
+        uploads: list[str] | None = None,
     ) -> dict[str, Any]:
-        """Start a session; returns its summary (``id``, ``state``, …) once it runs."""
+        """Start a session; returns its summary (``id``, ``state``, …) once it runs.
+
+        ``namespace``: descriptions of this kernel's variables (``variables.summarize``, no
+        values); ``uploads``: ids from ``upload`` to load into the sandbox first.
+        """
         body: dict[str, Any] = {"prompt": prompt}
         optional = {
             "notebook_path": notebook_path,
             "model": model,
             "limits": limits,
             "max_steps": max_steps,
+            "namespace": namespace or None,
+            "uploads": uploads or None,
         }
         body.update({k: v for k, v in optional.items() if v is not None})
         return await self.request("POST", "/sessions", body)
+
+    async def upload(self, name: str, fmt: str, data: bytes, sha256: str) -> dict[str, Any]:
+        """Send one serialized variable (``transfer.serialize``); its ``id`` for ``start``."""
+        query = f"?name={_q(name)}&format={_q(fmt)}&sha256={_q(sha256)}"
+        headers = {**self._headers(), "Content-Type": "application/octet-stream"}
+        return await self.request("POST", "/uploads" + query, raw=data, headers=headers)
 
     async def sessions(self) -> list[dict[str, Any]]:
         return await self.request("GET", "/sessions")

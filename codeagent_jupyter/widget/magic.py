@@ -3,7 +3,9 @@
     %agent plot monthly revenue from sales.csv
     %agent --model gpt-4o-mini --max-steps 10 summarise data.csv
     %agent --attach 3f2a9c1b7d4e          (re-attach after a kernel restart)
+    %agent --with df,model fit a better model   (copy df and model into the sandbox)
     %agent accept 3 | %agent accept all   (without the JupyterLab extension)
+    %agent fix | %agent --with df fix     (propose an edit of the last failed cell)
     %%agent --max-steps 20
     <a long request over several lines>
 
@@ -20,12 +22,19 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 
-from .actions import Inserter
+from ..variables import summarize
+from .actions import Inserter, edit_note
 from .bridge import NotebookBridge
 from .client import AgentClient, CodeAgentError, notebook_path
+from .fixing import FailureWatcher, fix_request, names_used
 from .panel import AgentPanel
+from .transfer import Payload, serialize
 
-USAGE = "usage: %agent [--model NAME] [--max-steps N] [--notebook-path PATH] [--attach ID] REQUEST"
+USAGE = (
+    "usage: %agent [--model NAME] [--max-steps N] [--notebook-path PATH] [--attach ID] "
+    "[--with NAME,NAME] REQUEST"
+)
+OPTIONS = ("--model", "--max-steps", "--attach", "--notebook-path", "--with")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,6 +48,7 @@ def _parser() -> _Parser:
     p.add_argument("--max-steps", type=int)
     p.add_argument("--attach")
     p.add_argument("--notebook-path")
+    p.add_argument("--with", dest="with_names")
     return p
 
 
@@ -50,7 +60,7 @@ def parse(line: str) -> tuple[argparse.Namespace, str]:
         head, _, rest = rest.partition(" ")
         tokens.append(head)
         rest = rest.lstrip()
-        if "=" not in head and head in ("--model", "--max-steps", "--attach", "--notebook-path"):
+        if "=" not in head and head in OPTIONS:
             value, _, rest = rest.partition(" ")
             tokens.append(shlex.split(value)[0] if value.strip() else value)
             rest = rest.lstrip()
@@ -67,6 +77,9 @@ class AgentMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.panels: list[AgentPanel] = []
+        self.watcher = FailureWatcher()
+        if shell is not None:
+            shell.events.register("post_run_cell", self.watcher.post_run_cell)
 
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> None:
@@ -80,9 +93,13 @@ class AgentMagics(Magics):
             return
         if args.attach and request:
             raise UsageError("%agent: --attach takes no request; send follow-ups from the panel")
+        payloads = self.serialize(args.with_names) if args.with_names else []
+        if request == "fix":
+            request = self.fix_request([p.name for p in payloads])
         panel = self.open_panel(args.model, args.max_steps, args.notebook_path)
         if panel is None:
             return
+        panel.payloads = payloads
         if args.attach:
             panel.attach(args.attach)
         elif request:
@@ -114,9 +131,40 @@ class AgentMagics(Magics):
             max_steps=max_steps,
             inserter=Inserter(NotebookBridge(), cell_id),
         )
+        panel.namespace_of = self.namespace
+        panel.serialize_of = self.serialize
         self.panels.append(panel)
         display(panel.widget)
         return panel
+
+    def fix_request(self, brought: list[str]) -> str:
+        """The request of ``%agent fix``: the last failed cell, source and traceback."""
+        failed = self.watcher.last
+        if failed is None:
+            raise UsageError("%agent fix: no cell has failed since %load_ext codeagent_jupyter")
+        suggest = [n for n in names_used(failed.source, self.shell.user_ns) if n not in brought]
+        if suggest and not brought:
+            print(
+                f"codeagent: to let the agent reproduce the error, copy what the cell uses: "
+                f"%agent --with {','.join(suggest)} fix"
+            )
+        return fix_request(failed, brought, suggest)
+
+    def namespace(self) -> list[dict[str, Any]]:
+        """This kernel's user variables described (types and shapes, never values)."""
+        return summarize(self.shell.user_ns, self.shell.user_ns_hidden)
+
+    def serialize(self, names: str) -> list[Payload]:
+        """The ``--with`` variables as bytes, taken now (a snapshot, not a live link)."""
+        payloads = []
+        for name in [n.strip() for n in names.split(",") if n.strip()]:
+            if name not in self.shell.user_ns:
+                raise UsageError(f"%agent: --with {name}: no variable {name!r} in this kernel")
+            try:
+                payloads.append(serialize(name, self.shell.user_ns[name]))
+            except Exception as e:
+                raise UsageError(f"%agent: --with {name}: cannot serialize it ({e})") from None
+        return payloads
 
     def accept(self, which: str) -> None:
         """The fallback for Accept: put the cell's code in the next cell (``set_next_input``)."""
@@ -133,7 +181,11 @@ class AgentMagics(Magics):
             cells = [cell]
         if not cells:
             raise UsageError("%agent accept: no cell to accept")
-        source = "\n\n".join(c.notebook_source for c in cells)
+        source = "\n\n".join(
+            (edit_note(c, "no JupyterLab extension to edit it in place") if c.edit else "")
+            + c.notebook_source
+            for c in cells
+        )
         self.shell.set_next_input(source, replace=False)
         undecided = [c.tool_call_id for c in cells if c.decision is None]
         if undecided and panel.client is not None:

@@ -22,6 +22,8 @@ from ..fold import SessionState, reduce
 from . import render
 from .actions import Inserter
 from .client import AgentClient, CodeAgentError
+from .picker import VariablePicker
+from .transfer import Payload, upload_all
 from .views import ItemView, make_view
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,12 @@ class AgentPanel:
         self.model = model
         self.max_steps = max_steps
         self.inserter = inserter
+        self.namespace_of: Callable[[], list[dict[str, Any]]] | None = None
+        """Describes the user's variables (no values) when a session starts."""
+        self.payloads: list[Payload] = []
+        """Variables (``--with``) to upload and load into the sandbox at start."""
+        self.serialize_of: Callable[[str], list[Payload]] | None = None
+        """Serializes the variables chosen in the picker (``AgentMagics.serialize``)."""
         self.session_id: str | None = None
         self.state = SessionState()
         self._views: dict[str, ItemView] = {}
@@ -79,9 +87,10 @@ class AgentPanel:
         self.controls = w.HBox([self.accept_all, self.stop])
         self.composer = w.HBox([self.prompt, self.send], layout=w.Layout(width="100%"))
         self.notice = w.HTML("")
+        self.picker = VariablePicker(lambda: self.namespace_of() if self.namespace_of else [])
         head = [self.banner, self.title, self.status, self.plan]
         self.widget = w.VBox(
-            [*head, self.timeline, self.controls, self.notice, self.composer],
+            [*head, self.timeline, self.controls, self.notice, self.picker.widget, self.composer],
             layout=w.Layout(border="1px solid #ccc", padding="6px", width="100%"),
         )
         self.widget.add_class("codeagent-panel")
@@ -173,12 +182,16 @@ class AgentPanel:
         if self._warming is not None:  # the sandbox warmed while typing is the one to use
             await asyncio.wait({self._warming}, timeout=WARM_WAIT_S)
         try:
+            uploads = await upload_all(self.client, self.payloads, self.say)
             summary = await self.client.start(
                 prompt,
                 notebook_path=self.notebook_path,
                 model=self.model,
                 max_steps=self.max_steps,
+                namespace=self.namespace_of() if self.namespace_of else None,
+                uploads=uploads,
             )
+            self.payloads = []
         except BaseException:
             if not self.prompt.value:
                 self._warmed = True  # giving the text back is not typing
@@ -246,6 +259,7 @@ class AgentPanel:
     def _on_typing(self, change: dict[str, Any]) -> None:
         if self._warmed or not change["new"] or self.client is None or self.session_id:
             return
+        self.picker.refresh()
         self._warmed = True
         self._warming = self.run("warm", self.client.warm(self.notebook_path))
 
@@ -255,6 +269,14 @@ class AgentPanel:
             return
         self.prompt.value = ""
         if self.session_id is None:
+            if self.picker.chosen and self.serialize_of is not None:
+                try:
+                    self.payloads = self.serialize_of(",".join(self.picker.chosen))
+                except Exception as e:  # a UsageError: say it in one line, start nothing
+                    self.say(str(e))
+                    self.prompt.value = text
+                    return
+            self.picker.hide()
             self.run("send", self.start(text))
         else:
             self.run("send", self.client.follow_up(self.session_id, text))

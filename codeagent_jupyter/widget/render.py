@@ -78,8 +78,12 @@ def output_html(output: dict[str, Any]) -> str:
 def _rich_html(data: dict[str, Any]) -> str:
     """The richest safe view of a display: images as data-URL ``<img>``, HTML sanitized.
 
-    Sandbox output is attacker-controlled: nothing from it reaches the page as live markup.
+    Sandbox output is attacker-controlled: nothing from it reaches the page as live markup,
+    and no binary bundle (a pickle above all) is ever decoded into an object here.
     """
+    if any(_binary_mime(mime) for mime in data):
+        kinds = ", ".join(sorted(m for m in data if _binary_mime(m)))
+        return f'<pre style="{PRE}">[{esc(kinds)} from the sandbox: not loaded here]</pre>'
     for mime in ("image/png", "image/jpeg"):
         if mime in data:
             return data_img(mime, _text(data[mime]), "max-width:100%")
@@ -96,6 +100,12 @@ def _rich_html(data: dict[str, Any]) -> str:
     return ""
 
 
+def _binary_mime(mime: str) -> bool:
+    """Bundles that would need deserializing (``application/x-python-pickle``, octet
+    streams): the panel never loads them; results reach the user as cells or files."""
+    return "pickle" in mime or mime.endswith("octet-stream")
+
+
 def _text(value: Any) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
@@ -105,6 +115,8 @@ def cell_header(cell: CellItem) -> str:
     parts = [f"<b>Cell {cell.number}</b>", f"step {cell.step}"]
     if cell.tool == "run_command":
         parts.append("shell")
+    if cell.edit:
+        parts.append("edit of your cell")
     color = {"ok": "#188038", "running": "#1a73e8"}.get(cell.status, RED)
     parts.append(f'<span style="color:{color}">{esc(cell.status)}</span>')
     if cell.finished and cell.duration_s:
@@ -117,7 +129,31 @@ def cell_header(cell: CellItem) -> str:
     return " · ".join(parts) + note
 
 
+def edit_html(edit: dict[str, Any]) -> str:
+    """An ``edit_cell`` proposal: the reason (Markdown, sanitized) over a unified diff whose
+    lines are escaped text, coloured by their first character."""
+    colors = {"+": "#e6ffec", "-": "#ffebe9", "@": "#ddf4ff"}
+    rows = []
+    for row in str(edit.get("diff", "")).splitlines()[:400]:
+        bg = colors.get(row[:1], "") if not row.startswith(("+++", "---")) else ""
+        style = f' style="background:{bg}"' if bg else ""
+        rows.append(f"<span{style}>{esc(row)}</span>")
+    cell_id = esc(str(edit.get("cell_id", "")))
+    return (
+        f'<div class="codeagent-edit" data-cell-id="{cell_id}">'
+        f'<div style="font-size:12px">Edit of your cell <code>{cell_id}</code>:</div>'
+        f"{markdown_html(str(edit.get('reason', '')))}"
+        f'<pre class="codeagent-diff" style="{PRE}">' + "\n".join(rows) + "</pre></div>"
+    )
+
+
 def cell_html(cell: CellItem) -> str:
+    if cell.edit:
+        return (
+            f'<div class="codeagent-cell" data-cell="{cell.number}" data-status="'
+            f'{esc(cell.status)}"><div style="font-size:12px;margin:2px 0">'
+            f"{cell_header(cell)}</div>{edit_html(cell.edit)}</div>"
+        )
     outputs = "".join(output_html(o) for o in cell.outputs)
     return (
         f'<div class="codeagent-cell" data-cell="{cell.number}" data-status="{esc(cell.status)}">'

@@ -10,11 +10,13 @@
 import { ICodeCellModel } from '@jupyterlab/cells';
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { Kernel, KernelMessage } from '@jupyterlab/services';
-import { JSONObject } from '@lumino/coreutils';
+import { YCodeCell } from '@jupyter/ydoc';
+import { JSONObject, PartialJSONValue } from '@lumino/coreutils';
 
 import {
   COMM_TARGET,
   IInsertCellsRequest,
+  IReplaceCellRequest,
   ProtocolError,
   VERSION,
   parseRequest
@@ -90,6 +92,9 @@ function respond(panel: NotebookPanel, data: unknown, originCellId: string | nul
     if (request.action === 'ping') {
       return { action: 'pong', version: VERSION, ...echo };
     }
+    if (request.action === 'replace_cell') {
+      return { action: 'replaced', cell_ids: [replaceCell(panel, request)], ...echo };
+    }
     const cellIds = insertCells(panel, request, originCellId);
     return { action: 'inserted', count: cellIds.length, cell_ids: cellIds, ...echo };
   } catch (error) {
@@ -145,4 +150,35 @@ function insertCells(
     )
   );
   return created.map(cell => cell.id);
+}
+
+/**
+ * Replace the source of the cell `cell_id` (an accepted edit): its outputs and
+ * execution count are cleared (they belonged to the old source) and the
+ * provenance is merged into its metadata. An unknown id is an error.
+ */
+function replaceCell(panel: NotebookPanel, request: IReplaceCellRequest): string {
+  const shared = panel.content.model?.sharedModel;
+  if (!shared) {
+    throw new ProtocolError('the notebook is not loaded');
+  }
+  const cell = shared.cells.find(c => c.id === request.cell_id);
+  if (!cell) {
+    throw new ProtocolError(`no cell with id ${request.cell_id} in ${panel.context.path}`);
+  }
+  if (request.expected_source !== undefined && cell.getSource() !== request.expected_source) {
+    throw new ProtocolError(`cell ${request.cell_id} changed since the agent read it`);
+  }
+  shared.transact(() => {
+    cell.setSource(request.source);
+    if (cell.cell_type === 'code') {
+      const code = cell as YCodeCell;
+      code.setOutputs([]);
+      code.execution_count = null;
+    }
+    for (const [key, value] of Object.entries(request.metadata)) {
+      cell.setMetadata(key, value as PartialJSONValue);
+    }
+  });
+  return cell.id;
 }

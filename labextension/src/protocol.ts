@@ -38,7 +38,18 @@ export interface IPingRequest {
   request_id?: string;
 }
 
-export type Request = IInsertCellsRequest | IPingRequest;
+/** Replace one cell's source (an accepted `edit_cell`): outputs cleared, metadata merged. */
+export interface IReplaceCellRequest {
+  action: 'replace_cell';
+  cell_id: string;
+  source: string;
+  metadata: Record<string, unknown>;
+  /** The source the proposal was made against: a cell changed since is not replaced. */
+  expected_source?: string;
+  request_id?: string;
+}
+
+export type Request = IInsertCellsRequest | IPingRequest | IReplaceCellRequest;
 
 /** Raised for a message that cannot be acted on; its text is sent back verbatim. */
 export class ProtocolError extends Error {}
@@ -98,9 +109,31 @@ export function parseRequest(data: unknown): Request {
         ...base
       };
     }
+    case 'replace_cell': {
+      if (typeof data.cell_id !== 'string' || typeof data.source !== 'string') {
+        throw new ProtocolError('replace_cell needs a string "cell_id" and a string "source"');
+      }
+      const metadata = data.metadata ?? {};
+      if (!isObject(metadata)) {
+        throw new ProtocolError('replace_cell metadata must be an object');
+      }
+      const expected = data.expected_source;
+      if (expected !== undefined && typeof expected !== 'string') {
+        throw new ProtocolError('replace_cell expected_source must be a string');
+      }
+      return {
+        action: 'replace_cell',
+        cell_id: data.cell_id,
+        source: data.source,
+        metadata,
+        ...(expected === undefined ? {} : { expected_source: expected }),
+        ...base
+      };
+    }
     default:
       throw new ProtocolError(
-        `unknown action ${JSON.stringify(data.action)}; expected "insert_cells" or "ping"`
+        `unknown action ${JSON.stringify(data.action)}; expected "insert_cells", ` +
+          '"replace_cell" or "ping"'
       );
   }
 }

@@ -1,0 +1,261 @@
+"""``POST /codeagent/api/uploads``: the user's variables, on their way into a sandbox.
+
+``%agent --with df`` serializes ``df`` in the user's kernel (Parquet for a DataFrame when
+pyarrow is there, else pickle protocol 5) and streams the bytes here; the answer's ``id``
+goes into ``POST /sessions`` as ``uploads``. The server only stores bytes: nothing here or
+anywhere in the server unpickles them. They are unpickled in the sandbox, the place that
+already runs untrusted code, and only the other way round (sandbox → user) is refused.
+
+Uploads are capped (``c.CodeAgent.max_upload_mb``): a larger Content-Length is answered 413
+before any byte is read, a chunked body is cut off at the cap. The body is streamed to a
+file in the server's own state dir (outside every workspace) with its SHA-256 checked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import inspect
+import json
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from jupyter_core.utils import ensure_async
+from tornado import web
+
+from .. import variables
+from ..confined import ConfinementError, Workspace
+from .errors import ApiError
+from .handlers import BaseHandler
+
+FORMATS = {"parquet": "parquet", "pickle": "pkl"}
+STAGE_DIR = ".codeagent-uploads"
+"""Where an upload waits in the workspace for the sandbox to load (and delete) it."""
+MAX_PENDING = 20
+"""Uploads one user may have waiting for a session (each up to the cap): a disk bound."""
+MAX_AGE_S = 3600.0
+"""Uploads never claimed by a session are dropped after this long."""
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,79}$")
+_SHA = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass
+class Upload:
+    """One stored upload, owned by the user who sent it."""
+
+    id: str
+    owner: str
+    name: str
+    format: str
+    path: Path
+    size: int = 0
+    created: float = 0.0
+
+    def info(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "format": self.format, "bytes": self.size}
+
+
+class UploadStore:
+    """Uploads by id, until a session takes them (or they expire)."""
+
+    def __init__(self, directory: Path, max_mb: float) -> None:
+        self.directory = Path(directory)
+        self.max_mb = max_mb
+        self.max_bytes = int(max_mb * 1024 * 1024)
+        self.uploads: dict[str, Upload] = {}
+
+    def begin(self, owner: str, name: str, fmt: str) -> Upload:
+        self.expire()
+        if sum(1 for u in self.uploads.values() if u.owner == owner) >= MAX_PENDING:
+            raise ApiError(
+                429, f"{MAX_PENDING} uploads are already waiting for a session; start one first"
+            )
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        upload_id = secrets.token_hex(16)
+        path = self.directory / f"{upload_id}.{FORMATS[fmt]}"
+        return Upload(upload_id, owner, name, fmt, path, created=time.time())
+
+    def add(self, upload: Upload) -> None:
+        self.uploads[upload.id] = upload
+
+    def expire(self) -> None:
+        now = time.time()
+        for upload in [u for u in self.uploads.values() if now - u.created > MAX_AGE_S]:
+            self.discard([upload])
+
+    def discard(self, uploads: list[Upload]) -> None:
+        for upload in uploads:
+            self.uploads.pop(upload.id, None)
+            with contextlib.suppress(OSError):
+                upload.path.unlink()
+
+    def take(self, owner: str, ids: list[str]) -> list[Upload]:
+        """The caller's uploads ``ids`` (404 for unknown or someone else's), now claimed."""
+        chosen = []
+        for upload_id in ids:
+            upload = self.uploads.get(upload_id)
+            if upload is None or upload.owner != owner:
+                raise ApiError(404, f"no upload {upload_id}; upload the variable again")
+            chosen.append(upload)
+        names = [u.name for u in chosen]
+        if len(set(names)) != len(names):
+            raise ApiError(400, "two uploads have the same variable name")
+        for upload in chosen:
+            del self.uploads[upload.id]
+        return chosen
+
+    async def load(self, uploads: list[Upload], sandbox: Any) -> list[str]:
+        """Define each upload under its name in ``sandbox``; one line per variable for the
+        model (what was loaded, or why not). The staged files are deleted either way."""
+        if not uploads:
+            return []
+        workspace = Workspace(sandbox.workdir)
+        staged = []
+        try:
+            for upload in uploads:
+                rel = f"{STAGE_DIR}/{upload.id}.{FORMATS[upload.format]}"
+                try:
+                    data = await asyncio.to_thread(upload.path.read_bytes)
+                    await asyncio.to_thread(workspace.write_bytes, rel, data)
+                except (ConfinementError, OSError) as e:
+                    raise ApiError(500, f"cannot hand {upload.name} to the sandbox: {e}") from e
+                staged.append([upload.name, upload.format, rel])
+            result = await sandbox.execute(loader_code(staged), store_history=False)
+        finally:
+            self.discard(uploads)
+        return parse_loaded(result, [u.name for u in uploads])
+
+
+def loader_code(staged: list[list[str]]) -> str:
+    """Sandbox code that loads each staged file, deletes it, and prints one JSON line.
+
+    The description helpers travel as source, so a sandbox on another machine (a
+    gateway kernel) needs nothing of this package installed.
+    """
+    helper = inspect.getsource(variables)
+    return (
+        "def _codeagent_load(staged, helper):\n"
+        "    import json, os, pickle\n"
+        "    ns = {}\n"
+        "    exec(helper, ns)\n"
+        "    lines = []\n"
+        "    for name, fmt, path in staged:\n"
+        "        try:\n"
+        "            if fmt == 'parquet':\n"
+        "                import pandas\n"
+        "                obj = pandas.read_parquet(path)\n"
+        "            else:\n"
+        "                with open(path, 'rb') as f:\n"
+        "                    obj = pickle.load(f)\n"
+        "            globals()[name] = obj\n"
+        "            lines.append(ns['line'](ns['describe'](name, obj)))\n"
+        "        except Exception as e:\n"
+        "            lines.append(f'{name}: not loaded ({type(e).__name__}: {e})'[:300])\n"
+        "        finally:\n"
+        "            try:\n"
+        "                os.remove(path)\n"
+        "            except OSError:\n"
+        "                pass\n"
+        "    print('CODEAGENT-LOADED ' + json.dumps(lines))\n"
+        f"_codeagent_load({json.dumps(staged)}, {helper!r})\n"
+        "del _codeagent_load\n"
+    )
+
+
+def parse_loaded(result: Any, names: list[str]) -> list[str]:
+    """The loader's lines, or one line per name saying the load failed."""
+    for output in result.outputs:
+        text = output.get("text", "") if output.get("output_type") == "stream" else ""
+        text = text if isinstance(text, str) else "".join(text)
+        for row in text.splitlines():
+            if row.startswith("CODEAGENT-LOADED "):
+                with contextlib.suppress(ValueError):
+                    lines = json.loads(row.removeprefix("CODEAGENT-LOADED "))
+                    return [str(x)[:400] for x in lines][: len(names)]
+    why = (result.note or result.status or "no answer")[:200]
+    return [f"{name}: not loaded (the sandbox failed: {why})" for name in names]
+
+
+@web.stream_request_body
+class UploadHandler(BaseHandler):
+    """Streams one variable's bytes to a file; 413 over the cap, 400 on a bad checksum."""
+
+    upload: Upload | None = None
+    file: Any = None
+    done = False
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        await super().prepare()  # authentication: 403 before any byte is read
+        allowed = await ensure_async(
+            self.authorizer.is_authorized(self, self.current_user, "write", self.auth_resource)
+        )
+        if not self.current_user or not allowed:
+            raise ApiError(403, "not authorized to upload")
+        store: UploadStore = self.manager.uploads
+        name, fmt = self.get_query_argument("name", ""), self.get_query_argument("format", "")
+        self.expected = self.get_query_argument("sha256", "")
+        if not _NAME.match(name):
+            raise ApiError(400, "name must be a Python identifier (at most 80 characters)")
+        if fmt not in FORMATS:
+            raise ApiError(400, f"format must be one of: {', '.join(FORMATS)}")
+        if not _SHA.match(self.expected):
+            raise ApiError(400, "sha256 must be the 64 hex digits of the body's SHA-256")
+        length = self.request.headers.get("Content-Length")
+        if length is not None and (not length.isdigit() or int(length) > store.max_bytes):
+            raise ApiError(413, _too_big(name, store.max_mb))
+        self.request.connection.set_max_body_size(store.max_bytes + 1)
+        self.upload = store.begin(self.owner, name, fmt)
+        self.hash = hashlib.sha256()
+        self.file = open(self.upload.path, "wb")  # noqa: SIM115  (closed in post/on_finish)
+        os.chmod(self.upload.path, 0o600)
+
+    def data_received(self, chunk: bytes) -> None:
+        """Stream to the file; past the cap (a body without Content-Length) stop keeping it
+        (tornado cuts the connection a byte later: ``set_max_body_size``)."""
+        assert self.upload is not None
+        self.upload.size += len(chunk)
+        if self.upload.size > self.manager.uploads.max_bytes:
+            self._drop()
+            return
+        self.hash.update(chunk)
+        self.file.write(chunk)
+
+    async def post(self) -> None:
+        assert self.upload is not None
+        self.file.close()
+        if self.upload.size > self.manager.uploads.max_bytes:
+            raise ApiError(413, _too_big(self.upload.name, self.manager.uploads.max_mb))
+        if self.hash.hexdigest() != self.expected:
+            self._drop()
+            raise ApiError(400, f"{self.upload.name}: the body does not match its sha256")
+        self.manager.uploads.add(self.upload)
+        self.done = True
+        self.reply(self.upload.info(), status=201)
+
+    def _drop(self) -> None:
+        """Forget a partial or refused upload (its file too); a stored one stays."""
+        if self.file is not None:
+            self.file.close()
+        if self.upload is not None and not self.done:
+            self.manager.uploads.discard([self.upload])
+
+    def on_finish(self) -> None:
+        self._drop()
+
+    def on_connection_close(self) -> None:
+        self._drop()
+        super().on_connection_close()
+
+
+def _too_big(name: str, max_mb: float) -> str:
+    return f"{name} is larger than the upload limit of {max_mb:g} MB (c.CodeAgent.max_upload_mb)"
+
+
+def routes() -> list[tuple[str, type]]:
+    return [("/codeagent/api/uploads", UploadHandler)]

@@ -1,0 +1,90 @@
+"""``%agent fix``: the user's last failed cell, turned into a request for an ``edit_cell``.
+
+The extension watches cells as they finish (IPython's ``post_run_cell``) and keeps the last
+one that raised: its source, its notebook cell id (JupyterLab sends it with the execute
+request) and the traceback text, ANSI codes stripped. The request names the cell id so the
+model's proposal lands on that very cell, and suggests ``--with`` for the names the cell uses
+that exist in this kernel, so the agent can reproduce and check its fix in the sandbox.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from ..textbounds import head_tail, strip_ansi
+
+MAX_TRACEBACK = 4_000
+
+
+@dataclass(frozen=True)
+class FailedCell:
+    source: str
+    cell_id: str | None
+    error: str
+
+
+class FailureWatcher:
+    """Remembers the last cell that raised in this kernel."""
+
+    def __init__(self) -> None:
+        self.last: FailedCell | None = None
+
+    def post_run_cell(self, result: Any) -> None:
+        error = result.error_in_exec or result.error_before_exec
+        if error is None:
+            return
+        info = result.info
+        source = getattr(info, "raw_cell", "") or ""
+        if source.lstrip().startswith("%agent"):
+            return  # a failing %agent is not the user's code
+        self.last = FailedCell(source, getattr(info, "cell_id", None), traceback_text(error))
+
+
+def traceback_text(error: BaseException) -> str:
+    """The traceback from the user's cell on: IPython's own frames (which name paths of
+    this machine and say nothing about the bug) are left out."""
+    tb = error.__traceback__
+    while tb is not None and f"{os.sep}IPython{os.sep}" in tb.tb_frame.f_code.co_filename:
+        tb = tb.tb_next
+    return strip_ansi("".join(traceback.format_exception(type(error), error, tb)))
+
+
+def names_used(source: str, namespace: dict[str, Any]) -> list[str]:
+    """Variables the cell reads that this kernel has (candidates for ``--with``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    seen = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)):
+            continue
+        if node.id in namespace and node.id not in seen and not node.id.startswith("_"):
+            seen.append(node.id)
+    return seen
+
+
+def fix_request(failed: FailedCell, brought: list[str], suggest: list[str]) -> str:
+    """The prompt: the failing source and traceback, and what to do with them."""
+    where = f"cell id={failed.cell_id}" if failed.cell_id else "the cell below"
+    parts = [
+        f"My last cell ({where}) failed. Fix it.",
+        f"```python\n{failed.source}\n```",
+        "Traceback:\n```\n" + head_tail(failed.error, MAX_TRACEBACK) + "\n```",
+    ]
+    if brought:
+        parts.append(
+            f"{', '.join(brought)} are in your sandbox: reproduce the error with run_cell and "
+            "check your fix there first."
+        )
+    elif suggest:
+        parts.append(
+            f"(The cell uses {', '.join(suggest)} from my kernel; they are not in your sandbox.)"
+        )
+    if failed.cell_id:
+        parts.append(f"Propose the fix with edit_cell on cell_id {failed.cell_id!r}.")
+    return "\n\n".join(parts)

@@ -1,0 +1,75 @@
+"""Copy the user's variables toward a sandbox: serialized here, in the user's kernel.
+
+One direction only. A DataFrame travels as Parquet when pyarrow is installed (a format
+that holds data, not code), anything else as pickle protocol 5; the sandbox unpickles it
+(it already runs untrusted code). Nothing made by the sandbox is ever unpickled here:
+what comes back to the user is cells the user runs, or files (see ``refuse_pickle``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import io
+import pickle
+from dataclasses import dataclass
+from typing import Any
+
+from ..variables import describe, type_name
+
+PICKLE_MAGIC = b"\x80"
+"""Every pickle of protocol 2 or later starts with the PROTO opcode."""
+
+
+@dataclass(frozen=True)
+class Payload:
+    """One serialized variable, ready for ``AgentClient.upload``."""
+
+    name: str
+    format: str  # "parquet" | "pickle"
+    data: bytes
+    sha256: str
+    described: dict[str, Any]
+
+
+def serialize(name: str, obj: Any) -> Payload:
+    """``obj`` as bytes: Parquet for a pandas DataFrame (when pyarrow is there), else pickle 5.
+
+    A frame Parquet cannot hold (non-string column names, object columns of mixed types)
+    falls back to pickle, so ``--with`` never fails on the format alone.
+    """
+    fmt, data = "pickle", b""
+    if type_name(obj) == "pandas.DataFrame" and importlib.util.find_spec("pyarrow"):
+        buffer = io.BytesIO()
+        try:
+            obj.to_parquet(buffer)
+            fmt, data = "parquet", buffer.getvalue()
+        except Exception:
+            pass
+    if fmt == "pickle":
+        data = pickle.dumps(obj, protocol=5)
+    return Payload(name, fmt, data, hashlib.sha256(data).hexdigest(), describe(name, obj))
+
+
+async def upload_all(client: Any, payloads: list[Payload], say: Any) -> list[str]:
+    """Upload each payload (``AgentClient.upload``); their ids, for ``AgentClient.start``.
+    A refusal (over the server's cap: 413) raises ``ClientError`` before any session."""
+    ids = []
+    for payload in payloads:
+        say(f"copying {payload.name} ({len(payload.data):,} bytes) to the sandbox…")
+        sent = await client.upload(payload.name, payload.format, payload.data, payload.sha256)
+        ids.append(sent["id"])
+    return ids
+
+
+class PickleRefused(ValueError):
+    """Sandbox-made bytes that would run code when loaded here."""
+
+
+def refuse_pickle(data: bytes | str | None) -> None:
+    """Raise ``PickleRefused`` for a pickle (any protocol that starts with PROTO); the
+    panel and the notebook bridge call this on every binary payload they are handed."""
+    if isinstance(data, str):
+        data = data.encode("latin-1", "replace")
+    if data and data[:1] == PICKLE_MAGIC and len(data) > 1 and data[1] <= pickle.HIGHEST_PROTOCOL:
+        raise PickleRefused("codeagent: refusing a pickle from the sandbox; it would run code here")
