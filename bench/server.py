@@ -288,6 +288,17 @@ async def run_cli(args: argparse.Namespace, model_url: str, work: Path) -> dict[
     return {"step_s": [s for steps in per for s in steps], "wall_s": wall}
 
 
+async def demand_bursts(work: Path, n: int) -> list[tuple[str, ...]]:
+    """The pool that follows demand (``c.CodeAgent.pool_max``): a first burst of creates
+    teaches it, a second one should find sandboxes ready (``bench/notebook.py`` measures it
+    the same way)."""
+    from bench.notebook import bursts
+    from bench.notebook import responder as idle_responder
+
+    with ScriptedModelServer(idle_responder) as idle_model:
+        return await bursts(work, idle_model.url, n)
+
+
 def ms(value: float) -> str:
     return f"{value * 1000:.1f}"
 
@@ -298,6 +309,11 @@ async def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--pool", type=int, default=4)
     parser.add_argument("--json", type=Path, help="also write the raw numbers here")
+    parser.add_argument(
+        "--no-bursts",
+        action="store_true",
+        help="skip the two bursts of --sessions creates with a pool that follows demand",
+    )
     args = parser.parse_args()
     with (
         tempfile.TemporaryDirectory(prefix="codeagent-bench-") as tmp,
@@ -306,6 +322,7 @@ async def main() -> None:
         work = Path(tmp)
         server = await run_server(args, model.url, work)
         cli = await run_cli(args, model.url, work)
+        burst_rows = [] if args.no_bursts else await demand_bursts(work, args.sessions)
     n = args.sessions
     kernels = server["kernel_rss_kib"]
     kernel_text = "n/a"
@@ -340,6 +357,11 @@ async def main() -> None:
         print(f"| {name} | {value} |")
     for problem in server["missing"][:10]:
         print("missing:", problem)
+    if burst_rows:
+        print(f"\nTwo bursts of {n} session creates, pool_size 1, pool_max {n} (target: second")
+        print("burst p95 <= 1 s)\n\n| burst | sessions | p50 | p95 |\n|---|---:|---:|---:|")
+        for row in burst_rows:
+            print("| " + " | ".join(row) + " |")
     if args.json:
         args.json.write_text(json.dumps({"server": server, "cli": cli}, default=str))
 
