@@ -232,6 +232,21 @@ class RunFinished(Event):
 
 
 @dataclass(frozen=True)
+class SessionRestored(Event):
+    """A session was rebuilt in a new sandbox (resume or fork): the workspace snapshot of
+    ``from_step`` restored and ``cells_rerun`` cells run again in ``seconds``. ``problems``
+    says, one line each, what could not be rebuilt (a cell that now fails or differs)."""
+
+    type: ClassVar[str] = "session_restored"
+    from_step: int | None = None
+    cells_rerun: int = 0
+    seconds: float = 0.0
+    files: int = 0
+    problems: list[str] = field(default_factory=list)
+    summary: str = ""
+
+
+@dataclass(frozen=True)
 class CellDecision(Event):
     """The user accepted or rejected a cell.
 

@@ -21,6 +21,7 @@ from .timeline import (
     CellItem,
     FinishedItem,
     Item,
+    NoteItem,
     PromptItem,
     SessionState,
     TextItem,
@@ -84,6 +85,9 @@ def reduce(state: SessionState, event: ev.Event) -> SessionState:
             new = _run_finished(state, event)
         case ev.CellDecision():
             new = _update(state, CellItem, event.tool_call_id, decision=event.accepted)
+        case ev.SessionRestored():
+            note = NoteItem(f"restored-{event.seq}", event.summary, tuple(event.problems))
+            new = replace(state, items=(*state.items, note))
         case _:
             new = state
     return replace(new, last_seq=event.seq)

@@ -41,6 +41,10 @@ class ProgressPrinter:
                 self._tool_call_finished(event)
             case ev.RunFinished():
                 self._run_finished(event)
+            case ev.SessionRestored():
+                self._write(f"== Session {event.summary}")
+                for problem in event.problems:
+                    self._write(f"   not rebuilt: {problem}")
 
     def _write(self, text: str) -> None:
         if self._streaming:

@@ -44,6 +44,17 @@ class Rebuilt:
             text += " Not rebuilt: " + " | ".join(self.problems)
         return text + "]"
 
+    def event_fields(self) -> dict[str, Any]:
+        """The fields of the ``SessionRestored`` event that tells the panel and the CLI."""
+        return {
+            "from_step": self.step,
+            "cells_rerun": self.cells,
+            "seconds": round(self.seconds, 3),
+            "files": self.files,
+            "problems": list(self.problems),
+            "summary": self.summary,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "step": self.step,

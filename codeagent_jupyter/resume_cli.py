@@ -10,11 +10,11 @@ parent (``metadata.codeagent.parent``): a fork, history cut at step N.
 from __future__ import annotations
 
 import argparse
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
+from . import events as ev
 from .config import AgentConfig, SandboxLimits
 from .errors import ConfigError
 
@@ -85,9 +85,6 @@ async def run(args: argparse.Namespace) -> int:
     ) as sandbox:
         cli_args.announce(sandbox)
         rebuilt = await rebuild(todo, sandbox, store)
-        print(rebuilt.summary, file=sys.stderr)
-        for problem in rebuilt.problems:
-            print(f"  not rebuilt: {problem}", file=sys.stderr)
         recorder = NotebookRecorder(out, session_id=session_id)
         meta = recorder.notebook.metadata["codeagent"]
         if fork:
@@ -104,6 +101,7 @@ async def run(args: argparse.Namespace) -> int:
         bus = EventBus([s.emit for s in sinks], keep=False)
         if not fork:
             bus.next_seq = todo.last_seq + 1
+        bus.publish(ev.SessionRestored, **rebuilt.event_fields())
         loop = build_agent(model, sandbox, bus, AgentConfig(max_steps=args.max_steps))
         loop.messages += todo.messages
         loop.messages.append({"role": "user", "content": rebuilt.note_for_model()})

@@ -37,6 +37,16 @@ class PromptItem:
 
 
 @dataclass(frozen=True)
+class NoteItem:
+    """A line about the session itself, e.g. "restored from step 2 (3 cells re-run, 0.4 s)",
+    with the problems that came with it."""
+
+    key: str
+    text: str
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class TextItem:
     """The model's text for one step: streamed deltas, then the complete message."""
 
@@ -128,7 +138,7 @@ class FinishedItem:
     duration_s: float
 
 
-Item = PromptItem | TextItem | CellItem | ToolItem | ApprovalItem | FinishedItem
+Item = PromptItem | NoteItem | TextItem | CellItem | ToolItem | ApprovalItem | FinishedItem
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import time
 import uuid
 from typing import Any
 
+from .. import events as ev
 from ..errors import ConfigError
 from ..restore import Rebuilt, rebuild
 from ..resume import ResumePlan, plan
@@ -169,6 +170,7 @@ async def revive(
     session.paused = False
     session.restored = rebuilt.to_dict() | {"summary": rebuilt.summary}
     session.attach(loop, sandbox, recorder)
+    session.bus.publish(ev.SessionRestored, **rebuilt.event_fields())
     session.start_run(prompt)
     return session, rebuilt
 

@@ -15,6 +15,7 @@ from ..timeline import (
     CellItem,
     FinishedItem,
     Item,
+    NoteItem,
     PromptItem,
     TextItem,
     ToolItem,
@@ -53,6 +54,17 @@ class PromptView(ItemView):
         return (
             f'<div class="codeagent-request" style="margin-top:6px"><b>{label}:</b> '
             f"{render.esc(item.text)}</div>"
+        )
+
+
+class NoteView(ItemView):
+    def render(self, item: NoteItem) -> str:
+        problems = "".join(
+            f'<div style="color:#b35900">not rebuilt: {render.esc(p)}</div>' for p in item.problems
+        )
+        return (
+            f'<div class="codeagent-note" style="margin-top:6px;color:#555">'
+            f"{render.esc(item.text)}{problems}</div>"
         )
 
 
@@ -156,6 +168,7 @@ class ApprovalView(ItemView):
 
 _VIEWS: dict[type, type[ItemView]] = {
     PromptItem: PromptView,
+    NoteItem: NoteView,
     TextItem: TextView,
     CellItem: CellView,
     ToolItem: ToolView,

@@ -14,7 +14,8 @@ from codeagent_jupyter.bus import EventBus
 from codeagent_jupyter.eventlog import NOT_LOGGED, decode_notebook
 from codeagent_jupyter.fold import fold
 from codeagent_jupyter.recorder import NotebookRecorder, load_session
-from codeagent_jupyter.timeline import CellItem, FinishedItem, ToolItem
+from codeagent_jupyter.timeline import CellItem, FinishedItem, NoteItem, ToolItem
+from codeagent_jupyter.widget.views import make_view
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -81,6 +82,14 @@ def one_of_each() -> list[ev.Event]:
         ev.AssistantMessage(step=2, message={"role": "assistant", "content": "Done."}),
         ev.RunFinished(status=ev.ANSWERED, answer="Done.", steps=2, usage={"total_tokens": 7}),
         ev.CellDecision(cell_id="c1", accepted=True),
+        ev.SessionRestored(
+            from_step=2,
+            cells_rerun=3,
+            seconds=0.4,
+            files=5,
+            problems=["cell 2 now fails: NameError"],
+            summary="restored from step 2 (3 cells re-run, 0.4 s); 1 problem(s)",
+        ),
     ]
 
 
@@ -138,6 +147,22 @@ def test_the_fold_of_the_demo_session() -> None:
     fixes = [c for c in state.cells if c.fixes is not None]
     assert [c.fixes for c in fixes] == [f.number for f in failed]
     assert isinstance(state.items[-1], FinishedItem) and state.model
+
+
+def test_a_restore_is_a_line_of_the_session() -> None:
+    """Resume and fork say in the panel (the shared fold) what was rebuilt and what was not."""
+    restored = ev.SessionRestored(
+        seq=0, from_step=2, cells_rerun=3, problems=["cell 2 now fails"], summary="restored"
+    )
+    state = fold([restored, ev.RunStarted(seq=1, prompt="go on")])
+    note = state.items[0]
+    assert isinstance(note, NoteItem) and note.text == "restored"
+    assert note.problems == ("cell 2 now fails",)
+    assert state.running and state.prompt == "go on"
+    html = make_view(note, panel=None).html.value  # the panel's line, problems escaped
+    assert "restored" in html and "not rebuilt: cell 2 now fails" in html
+    hostile = NoteItem("n", "<img src=x onerror=alert(1)>", ("<b>x</b>",))
+    assert "<img" not in make_view(hostile, panel=None).html.value
 
 
 def test_a_notebook_from_before_the_event_bus_loads_folds_and_continues(tmp_path: Path) -> None:

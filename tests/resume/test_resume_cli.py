@@ -61,6 +61,8 @@ def test_fork_at_step_2_has_the_state_of_step_2(scripted_model, tmp_path: Path) 
     assert not (fresh / "f3.txt").exists()
     nb = nbformat.read(fork, as_version=4)
     nbformat.validate(nb)
+    logged = [e for e in nb.metadata.codeagent.events if e["type"] == "session_restored"]
+    assert [e["from_step"] for e in logged] == [2]  # in the notebook's event log too
     assert "1 2 False one\n" in _outputs(nb)  # a, b present; c (step 3) absent; f1 of step 2
     parent = nb.metadata.codeagent.parent
     assert parent["session_id"] == meta.session_id and parent["step"] == 2

@@ -48,6 +48,9 @@ async def test_fork_at_step_2_of_a_4_step_session(
     assert fork["restored"]["summary"].startswith("restored from step 2 (2 cells re-run")
     events = await api.run_to_end(fork["id"])
     assert "1 2 False\n" in _printed(events)  # a and b of steps 1-2; c of step 3 absent
+    restored = [e for e in events if e["type"] == "session_restored"]
+    assert [(e["from_step"], e["cells_rerun"]) for e in restored] == [(2, 2)]
+    assert restored[0]["summary"] == fork["restored"]["summary"]  # the panel's line
     path = jp_data_dir / "codeagent" / "sessions" / f"{fork['id']}.ipynb"
     meta = nbformat.read(path, as_version=4).metadata.codeagent
     assert meta.parent["session_id"] == sid and meta.parent["step"] == 2
