@@ -46,7 +46,9 @@ class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]
         km = self.parent
         if km is not None:
             if self._private_dir is None:
-                self._private_dir = Path(tempfile.mkdtemp(prefix=PRIVATE_DIR_PREFIX))
+                self._private_dir = Path(
+                    tempfile.mkdtemp(prefix=PRIVATE_DIR_PREFIX, dir=_short_tmp())
+                )
             km.transport = "ipc"
             km.ip = str(self._private_dir / "kernel-ipc")
             km.connection_file = str(self._private_dir / f"kernel-{self.kernel_id}.json")
@@ -83,6 +85,22 @@ class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]
         if not restart and self._private_dir is not None:
             shutil.rmtree(self._private_dir, ignore_errors=True)
             self._private_dir = None
+
+
+IPC_PATH_MAX = 100
+"""Longest ipc socket path we create: AF_UNIX addresses hold 107 bytes on Linux, and zmq
+appends a channel number to ``kernel-ipc``."""
+
+
+def _short_tmp() -> str | None:
+    """Where the private directory goes: the temp dir, unless its socket paths would be too
+    long for AF_UNIX (a deep ``TMPDIR``, e.g. a test's own folder) — then ``/tmp``; a kernel
+    that cannot bind its sockets would otherwise fail to start with "File name too long"."""
+    base = tempfile.gettempdir()
+    longest = len(os.fsencode(base)) + len(f"/{PRIVATE_DIR_PREFIX}xxxxxxxx/kernel-ipc-99")
+    if longest <= IPC_PATH_MAX or not os.access("/tmp", os.W_OK | os.X_OK):
+        return None
+    return "/tmp"
 
 
 LINE_CHARS = 2000
