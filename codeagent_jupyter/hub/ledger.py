@@ -141,15 +141,18 @@ class Ledger:
         return int(self._all("SELECT COUNT(*) FROM usage")[0][0])
 
     def per_student(self) -> list[dict[str, Any]]:
-        """Per user: requests, prompt/completion/total tokens, cost, last use (epoch s)."""
+        """Per user: requests, agent sessions (those the client named), prompt/completion/total
+        tokens, cost, last use (epoch s)."""
         rows = self._all(
-            "SELECT user, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cost), "
-            "MAX(ts), MAX(estimated) FROM usage GROUP BY user ORDER BY user"
+            "SELECT user, COUNT(*), COUNT(DISTINCT session), SUM(prompt_tokens), "
+            "SUM(completion_tokens), SUM(cost), MAX(ts), MAX(estimated) FROM usage "
+            "GROUP BY user ORDER BY user"
         )
         return [
             {
                 "user": user,
                 "requests": requests,
+                "sessions": sessions,
                 "prompt_tokens": prompt,
                 "completion_tokens": completion,
                 "total_tokens": prompt + completion,
@@ -157,7 +160,7 @@ class Ledger:
                 "last_use": last,
                 "estimated": bool(estimated),
             }
-            for user, requests, prompt, completion, cost, last, estimated in rows
+            for user, requests, sessions, prompt, completion, cost, last, estimated in rows
         ]
 
     def per_day(self) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from typing import Any
 CSV_FIELDS = (
     "user",
     "requests",
+    "sessions",
     "prompt_tokens",
     "completion_tokens",
     "total_tokens",
@@ -71,7 +72,8 @@ def to_html(data: dict[str, Any]) -> str:
     """The instructor's page: switches, a per-day chart and the per-student table."""
     rows = "".join(
         "<tr>"
-        f"<td>{escape(s['user'])}</td><td>{s['requests']}</td><td>{s['prompt_tokens']}</td>"
+        f"<td>{escape(s['user'])}</td><td>{s['requests']}</td><td>{s['sessions']}</td>"
+        f"<td>{s['prompt_tokens']}</td>"
         f"<td>{s['completion_tokens']}</td><td>{s['total_tokens']}</td>"
         f"<td>{s['cost']:.4f}</td><td>{escape(when(s['last_use']))}</td>"
         "</tr>"
@@ -105,7 +107,8 @@ th:first-child, td:first-child {{ text-align: left; }}
 {_chart(data["days"])}
 <h2>Per student</h2>
 <p><a href="usage.csv">Download CSV</a> · <a href="usage">JSON</a></p>
-<table><thead><tr><th>student</th><th>requests</th><th>prompt tokens</th>
+<table><thead><tr><th>student</th><th>requests</th><th>sessions</th>
+<th>prompt tokens</th>
 <th>completion tokens</th><th>total tokens</th><th>cost (USD)</th><th>last use</th></tr></thead>
 <tbody>{rows}</tbody></table>
 </body></html>

@@ -12,6 +12,7 @@ import math
 import os
 import random
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import openai
@@ -22,7 +23,20 @@ from ._compat import cannot_stream_tools, hint, permanent, readable
 from ._wire import merge_call, message_dict, outgoing, retry_after
 from .settings import OPENAI_BASE_URL, resolve_settings
 
-__all__ = ["DEFAULT_MAX_OUTPUT_TOKENS", "OpenAIChatModel", "resolve_settings"]
+__all__ = [
+    "DEFAULT_MAX_OUTPUT_TOKENS",
+    "SESSION_HEADER",
+    "OpenAIChatModel",
+    "current_session",
+    "resolve_settings",
+]
+
+SESSION_HEADER = "X-Codeagent-Session"
+"""The agent session a request belongs to, for a class gateway's usage ledger."""
+
+current_session: ContextVar[str | None] = ContextVar("codeagent_session", default=None)
+"""The session whose run makes the requests: set by the server in each run's task, so one
+model object (and its connection pool) serves every session."""
 
 NO_KEY = "no-key"
 """Sent when no key is configured: local servers need none, but the client insists on one."""
@@ -92,6 +106,7 @@ class OpenAIChatModel:
         max_wait: float = 60.0,
         max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
         tool_choice: str | None = "auto",
+        send_session: bool = False,
     ) -> None:
         if not model or not model.strip():
             raise ConfigError("no model name given")
@@ -107,6 +122,9 @@ class OpenAIChatModel:
         self.extra_body = dict(extra_body or {})
         self.max_output_tokens = max_output_tokens
         self.tool_choice = tool_choice
+        self.send_session = send_session
+        """Send ``SESSION_HEADER`` with each request made for a session: on for the class
+        gateway, which keeps it per request; other providers are not told."""
         self._stream_usage = True  # cleared if the server rejects stream_options
         self.stream_tools = True
         """Cleared once the server showed it cannot stream a reply to a request with tools."""
@@ -245,6 +263,9 @@ class OpenAIChatModel:
             kwargs[self._limit_key] = self.max_output_tokens
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
+        session = current_session.get() if self.send_session else None
+        if session:
+            kwargs["extra_headers"] = {SESSION_HEADER: session}
         return kwargs
 
     async def _request(

@@ -284,7 +284,7 @@ class CodeAgentApp(ExtensionApp):
             raise ConfigError(f"c.CodeAgent.limits: {e}") from e
         assert self.serverapp is not None
         root_dir = Path(os.path.expanduser(self.serverapp.root_dir)).resolve()
-        self._use_hub_gateway()
+        hub_gateway = self._use_hub_gateway()
         self.manager = SessionManager(
             self.agent_settings,
             root_dir=root_dir,
@@ -292,14 +292,16 @@ class CodeAgentApp(ExtensionApp):
             log=self.log,
             state_dir=state_dir(),
         )
+        self.manager.models.send_session = hub_gateway
         self.manager.load_saved()
         self.settings["codeagent_manager"] = self.manager
 
-    def _use_hub_gateway(self) -> None:
-        """On JupyterHub, talk to the class gateway with the student's own hub token."""
+    def _use_hub_gateway(self) -> bool:
+        """On JupyterHub, talk to the class gateway with the student's own hub token; whether
+        it does."""
         settings = self.agent_settings
         if settings.base_url or settings.recording or "JUPYTERHUB_API_TOKEN" not in os.environ:
-            return
+            return False
         from ..hub.student import find_gateway
 
         gateway, why = find_gateway(settings.hub_gateway)
@@ -308,6 +310,7 @@ class CodeAgentApp(ExtensionApp):
             settings.base_url, settings.api_key = gateway.base_url, gateway.token
             if not (settings.model or os.environ.get("CODEAGENT_MODEL")):
                 settings.model = gateway.default_model
+        return gateway is not None
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(route_table() + upload_routes())

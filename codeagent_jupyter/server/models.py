@@ -24,6 +24,8 @@ class ModelRegistry:
         self.settings = settings
         self.root_dir = root_dir
         self._models: dict[str, Any] = {}
+        self.send_session = False
+        """Tell the endpoint which session each request is for (the class gateway's ledger)."""
 
     def _resolve(self) -> tuple[str, str]:
         """The default model and endpoint; ConfigError (one line) when there is none."""
@@ -68,6 +70,7 @@ class ModelRegistry:
                 timeout=settings.model_timeout,
                 max_retries=settings.model_max_retries,
                 max_output_tokens=settings.max_output_tokens,
+                send_session=self.send_session,
             )
             self._models[name] = model
         return model

@@ -142,6 +142,9 @@ class AgentSession:
         self.task = asyncio.ensure_future(self._run(prompt))
 
     async def _run(self, prompt: str) -> None:
+        from ..models.openai_chat import current_session
+
+        current_session.set(self.id)  # this task's requests carry the session id
         try:
             await self.loop.run(prompt)
         except asyncio.CancelledError:

@@ -12,6 +12,7 @@ import io
 import json
 import os
 import signal
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,14 @@ def test_sessions_reach_the_provider_only_through_the_gateway(hub: Hub) -> None:
     # Every request reached the provider with the class key and nothing of a student's.
     headers = hub.upstream.server.headers[started:]
     assert len(headers) == 4 and all(h["authorization"] == f"Bearer {CLASS_KEY}" for h in headers)
+    # The ledger knows the agent session of each request (the X-Codeagent-Session header of
+    # the student's server); the provider is not told.
+    with sqlite3.connect(hub.ledger_path) as db:
+        rows = set(db.execute("SELECT user, session FROM usage").fetchall())
+    assert rows == {("alice", hub.sessions["alice"]), ("bob", hub.sessions["bob"])}
+    assert not any("x-codeagent-session" in {k.lower() for k in h} for h in headers)
+    per_student = {s["user"]: s["sessions"] for s in usage(hub, hub.login("carol"))["students"]}
+    assert per_student == {"alice": 1, "bob": 1}
     seen = json.dumps([hub.upstream.server.requests, hub.upstream.server.headers])
     for user in ("alice", "bob"):
         server_token = dict(
