@@ -10,7 +10,8 @@ It is a LocalProvisioner with three changes that only the server side can make:
 - the kernel gets no stdin and no terminal: stdout is discarded and stderr is read
   through a pipe into the server's log, escaped line by line, so a cell cannot write
   escape sequences to the terminal the server runs in;
-- the kernel's ``pids`` cgroup and private directory are removed when it is gone.
+- the kernel's ``pids`` cgroup and private directory are removed when it is gone, and
+  private directories left by a killed server are removed when the next one is made.
 
 Everything else (limits, namespaces) is done by the launcher, so a remote provisioner or
 a gateway that runs the same kernel spec gets the same behaviour.
@@ -32,7 +33,7 @@ from typing import IO, Any
 from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import LocalProvisioner
 
-from . import cgroup
+from . import cgroup, leftovers
 from .isolation import scrub_env
 from .launcher import PRIVATE_DIR_PREFIX
 
@@ -49,6 +50,8 @@ class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]
                 self._private_dir = Path(
                     tempfile.mkdtemp(prefix=PRIVATE_DIR_PREFIX, dir=_short_tmp())
                 )
+                leftovers.mark_owner(self._private_dir)
+                leftovers.sweep(self._private_dir.parent, PRIVATE_DIR_PREFIX)
             km.transport = "ipc"
             km.ip = str(self._private_dir / "kernel-ipc")
             km.connection_file = str(self._private_dir / f"kernel-{self.kernel_id}.json")
