@@ -15,21 +15,24 @@ from codeagent_jupyter.sandbox import leftovers
 from codeagent_jupyter.sandbox.provisioner import SandboxProvisioner
 
 
+async def _ask(km: AsyncKernelManager, workdir: Path, code: str, **expressions: str) -> dict:
+    """Start the kernel spec as JupyterLab does (no env argument: jupyter_client hands the
+    whole environment over), run ``code``; the reply's user expressions."""
+    await km.start_kernel(cwd=str(workdir), stdout=subprocess.DEVNULL)
+    kc = km.client()
+    kc.start_channels()
+    await kc.wait_for_ready(timeout=60)
+    reply = await kc.execute_interactive(code, user_expressions=expressions, timeout=30)
+    kc.stop_channels()
+    return {k: v["data"]["text/plain"] for k, v in reply["content"]["user_expressions"].items()}
+
+
 async def test_plain_kernel_manager_gets_scrubbed_env_and_private_ipc(tmp_path: Path) -> None:
     os.environ["CODEAGENT_TEST_API_KEY"] = "codeagent-test-secret-4"
     km = AsyncKernelManager(kernel_name="codeagent-sandbox")
     try:
-        # No env argument: jupyter_client hands the whole server environment over.
-        await km.start_kernel(cwd=str(tmp_path), stdout=subprocess.DEVNULL)
-        kc = km.client()
-        kc.start_channels()
-        await kc.wait_for_ready(timeout=60)
-        reply = await kc.execute_interactive(
-            "import os; secret = [k for k in os.environ if 'CODEAGENT_TEST' in k]",
-            user_expressions={"s": "secret", "cwd": "os.getcwd()"},
-            timeout=30,
-        )
-        kc.stop_channels()
+        code = "import os; secret = [k for k in os.environ if 'CODEAGENT_TEST' in k]"
+        exprs = await _ask(km, tmp_path, code, s="secret", cwd="os.getcwd()")
     finally:
         os.environ.pop("CODEAGENT_TEST_API_KEY", None)
         connection_dir = Path(km.connection_file).parent
@@ -37,9 +40,7 @@ async def test_plain_kernel_manager_gets_scrubbed_env_and_private_ipc(tmp_path: 
         await km.shutdown_kernel(now=True)
     assert isinstance(provisioner, SandboxProvisioner)
     assert km.transport == "ipc" and connection_dir.name.startswith("codeagent-sbx-")
-    exprs = reply["content"]["user_expressions"]
-    assert exprs["s"]["data"]["text/plain"] == "[]"
-    assert exprs["cwd"]["data"]["text/plain"] == repr(str(tmp_path))
+    assert exprs == {"s": "[]", "cwd": repr(str(tmp_path))}
     assert not connection_dir.exists()  # removed with the kernel
 
 
@@ -51,17 +52,12 @@ async def test_kernel_starts_when_the_temp_dir_is_too_deep_for_ipc_sockets(tmp_p
     saved, tempfile.tempdir = tempfile.tempdir, str(deep)
     km = AsyncKernelManager(kernel_name="codeagent-sandbox")
     try:
-        await km.start_kernel(cwd=str(tmp_path), stdout=subprocess.DEVNULL)
-        kc = km.client()
-        kc.start_channels()
-        await kc.wait_for_ready(timeout=60)
-        reply = await kc.execute_interactive("6 * 7", user_expressions={"x": "6 * 7"}, timeout=30)
-        kc.stop_channels()
+        exprs = await _ask(km, tmp_path, "", x="6 * 7")
     finally:
         tempfile.tempdir = saved
         connection_dir = Path(km.connection_file).parent
         await km.shutdown_kernel(now=True)
-    assert reply["content"]["user_expressions"]["x"]["data"]["text/plain"] == "42"
+    assert exprs == {"x": "42"}
     assert len(os.fsencode(connection_dir / "kernel-ipc-99")) <= 107
     assert not connection_dir.exists()
 
