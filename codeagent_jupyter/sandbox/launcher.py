@@ -162,6 +162,9 @@ def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
         env.pop(requested, None)
     env.update(gateway_ceiling.applied_env(limits, workdir))
     env["MALLOC_ARENA_MAX"] = "2"
+    # debugpy's "frozen modules" warning would be the kernel's first output, on stderr: noise
+    # in every session, and ahead of iopub_welcome for a client that subscribes late.
+    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
     mpl_cache = _host_mpl_cache()
     _warm_mpl_cache(mpl_cache, env)
 

@@ -10,8 +10,10 @@ The kernel spec under test is this checkout's ``kernels/`` (put first on JUPYTER
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import queue
 import shutil
 import struct
 import subprocess
@@ -117,6 +119,22 @@ class SandboxIopubWelcomeTests(_InTempDir, jkt.IopubWelcomeTests):
         cls._cleanup()
 
 
+def _startup_output(kc: Any) -> list[dict[str, Any]]:
+    """The stream messages on iopub from the kernel's start until it answered kernel_info
+    (``wait_for_ready`` would throw them away)."""
+    msg_id = kc.kernel_info()
+    streams = []
+    for _ in range(1000):
+        with contextlib.suppress(queue.Empty):
+            msg = kc.get_iopub_msg(timeout=60)
+            if msg["msg_type"] == "stream":
+                streams.append(msg["content"])
+            idle = msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle"
+            if idle and msg["parent_header"].get("msg_id") == msg_id:
+                return streams
+    raise AssertionError("no kernel_info reply")
+
+
 def _run(kc: Any, code: str) -> str:
     """Execute ``code`` and return its stdout; fail with the traceback if it raised."""
     out: list[str] = []
@@ -143,6 +161,8 @@ def test_extra_arguments_no_banner_and_threads_with_default_limits(tmp_path: Pat
     kc = km.client()
     kc.start_channels()
     try:
+        streams = _startup_output(kc)
+        assert streams == []  # a fresh kernel says nothing (no debugger warning on stderr)
         kc.wait_for_ready(timeout=60)
         seen = _run(
             kc,
