@@ -27,14 +27,12 @@ from typing import Any
 from jupyter_core.utils import ensure_async
 from tornado import web
 
-from ..confined import ConfinementError, Workspace
 from .errors import ApiError
 from .handlers import BaseHandler
 from .loader import loader_code, parse_loaded
+from .staging import stage
 
 FORMATS = {"parquet": "parquet", "pickle": "pkl"}
-STAGE_DIR = ".codeagent-uploads"
-"""Where an upload waits in the workspace for the sandbox to load (and delete) it."""
 MAX_PENDING = 20
 """Uploads one user may have waiting for a session (each up to the cap): a disk bound."""
 MAX_AGE_S = 3600.0
@@ -110,22 +108,17 @@ class UploadStore:
 
     async def load(self, uploads: list[Upload], sandbox: Any) -> list[str]:
         """Define each upload under its name in ``sandbox``; one line per variable for the
-        model (what was loaded, or why not). The staged files are deleted either way."""
+        model (what was loaded, or why not). The files are handed over where only that
+        sandbox can read them (``staging``) and deleted either way."""
         if not uploads:
             return []
-        workspace = Workspace(sandbox.workdir)
-        staged = []
+        staged = None
         try:
-            for upload in uploads:
-                rel = f"{STAGE_DIR}/{upload.id}.{FORMATS[upload.format]}"
-                try:
-                    data = await asyncio.to_thread(upload.path.read_bytes)
-                    await asyncio.to_thread(workspace.write_bytes, rel, data)
-                except (ConfinementError, OSError) as e:
-                    raise ApiError(500, f"cannot hand {upload.name} to the sandbox: {e}") from e
-                staged.append([upload.name, upload.format, rel])
-            result = await sandbox.execute(loader_code(staged), store_history=False)
+            staged = await stage(uploads, sandbox, FORMATS)
+            result = await sandbox.execute(loader_code(staged.entries), store_history=False)
         finally:
+            if staged is not None:
+                await asyncio.to_thread(staged.remove)
             self.discard(uploads)
         return parse_loaded(result, [u.name for u in uploads])
 
