@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 ALIASES = {"numpy": "np", "pandas": "pd", "matplotlib.pyplot": "plt"}
 DEFAULT_CANDIDATES = ("numpy", "pandas", "matplotlib.pyplot")
 MARK = "CODEAGENT-PRELOADED "
-WARM = {"pandas": ("pyarrow.parquet", "pandas.io.parquet")}
+WARM = {"pandas": ("pyarrow.parquet", "pyarrow.dataset", "pandas.io.parquet")}
 """Imported quietly after a module (neither bound nor told to the model): what loading a
 ``%agent --with`` DataFrame needs, so the load does not pay for the import."""
 

@@ -54,14 +54,15 @@ def parquet(frame: Any) -> memoryview:
     The bytes only cross the loopback to the user's own server, so compression (snappy by
     default) would cost more time than it saves: it is off. Dictionary encoding is kept
     only for columns of text and categories, where it shrinks the file; for numbers and
-    dates it is a wasted pass. pandas' own ``to_parquet`` still checks what Parquet cannot
-    hold (non-string column names, mixed object columns) and raises.
+    dates it is a wasted pass, and so are statistics for a file read once. pandas' own
+    ``to_parquet`` still checks what Parquet cannot hold (non-string column names, mixed
+    object columns) and raises.
     """
     import pyarrow as pa
 
     dictionary = [str(c) for c, dtype in frame.dtypes.items() if dtype.kind not in _FIXED]
     sink = pa.BufferOutputStream()
-    frame.to_parquet(sink, compression=None, use_dictionary=dictionary)
+    frame.to_parquet(sink, compression=None, use_dictionary=dictionary, write_statistics=False)
     return memoryview(sink.getvalue())
 
 
