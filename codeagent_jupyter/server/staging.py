@@ -58,6 +58,7 @@ class Staged:
         """``[variable, format, absolute path as the sandbox sees it]`` for the loader."""
 
     def add(self, variable: str, fmt: str, source: Path, suffix: str) -> None:
+        assert self.directory is not None, "staged through the kernel, not a directory"
         name = f"upload-{secrets.token_hex(16)}.{suffix}"
         _place(source, self.directory, name)
         self.names.append(name)
