@@ -33,6 +33,7 @@ from .isolation import (
     WORKDIR_ENV,
     scrub_env,
 )
+from .launcher import PRIVATE_DIR_PREFIX
 from .messages import describe_exit, drain, read_enforcement, reply_status, shell_reply
 from .outputs import TEXT_LIMIT, OutputCollector, render_text
 from .paths import workspace_problem
@@ -149,6 +150,18 @@ class Sandbox(CellRunner):
         except OSError:
             return None
         return " ".join(text.split())[:500] or None
+
+    @property
+    def private_dir(self) -> Path | None:
+        """This kernel's own directory (connection file, ipc sockets), where our provisioner
+        made it: created for this kernel alone (0700, outside every workspace) and, under
+        bubblewrap, bound into this sandbox and no other. A file meant for this sandbox only
+        (a ``--with`` upload) is handed over there. None for other kernel managers."""
+        connection_file = getattr(self._km, "connection_file", None)
+        if not connection_file or getattr(self._km, "transport", "") != "ipc":
+            return None
+        parent = Path(connection_file).parent
+        return parent if parent.name.startswith(PRIVATE_DIR_PREFIX) else None
 
     @property
     def kernel_id(self) -> str | None:

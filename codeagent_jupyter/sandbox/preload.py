@@ -18,6 +18,9 @@ log = logging.getLogger(__name__)
 ALIASES = {"numpy": "np", "pandas": "pd", "matplotlib.pyplot": "plt"}
 DEFAULT_CANDIDATES = ("numpy", "pandas", "matplotlib.pyplot")
 MARK = "CODEAGENT-PRELOADED "
+WARM = {"pandas": ("pyarrow.parquet", "pyarrow.dataset", "pandas.io.parquet")}
+"""Imported quietly after a module (neither bound nor told to the model): what loading a
+``%agent --with`` DataFrame needs, so the load does not pay for the import."""
 
 
 def default_preload() -> list[str]:
@@ -31,8 +34,9 @@ def preload_code(modules: Sequence[str]) -> str:
     which succeeded on one marked line."""
     # [module, name to bind, bind the top package (a plain ``import a.b`` binds ``a``)]
     pairs = [[m, ALIASES.get(m, m.split(".")[0]), m not in ALIASES] for m in modules]
+    warm = [w for m in modules for w in WARM.get(m, ())]
     return (
-        "def _codeagent_preload(pairs):\n"
+        "def _codeagent_preload(pairs, warm):\n"
         "    import importlib, json\n"
         "    done = []\n"
         "    for module, alias, top in pairs:\n"
@@ -42,8 +46,13 @@ def preload_code(modules: Sequence[str]) -> str:
         "            continue\n"
         "        globals()[alias] = importlib.import_module(alias) if top else imported\n"
         "        done.append(module)\n"
+        "    for module in warm:\n"
+        "        try:\n"
+        "            importlib.import_module(module)\n"
+        "        except Exception:\n"
+        "            pass\n"
         f"    print({MARK!r} + json.dumps(done))\n"
-        f"_codeagent_preload({pairs!r})\n"
+        f"_codeagent_preload({pairs!r}, {warm!r})\n"
         "del _codeagent_preload\n"
     )
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import inspect
-import json
 import os
 import re
 import secrets
@@ -29,14 +27,12 @@ from typing import Any
 from jupyter_core.utils import ensure_async
 from tornado import web
 
-from .. import variables
-from ..confined import ConfinementError, Workspace
 from .errors import ApiError
 from .handlers import BaseHandler
+from .loader import loader_code, parse_loaded
+from .staging import stage
 
 FORMATS = {"parquet": "parquet", "pickle": "pkl"}
-STAGE_DIR = ".codeagent-uploads"
-"""Where an upload waits in the workspace for the sandbox to load (and delete) it."""
 MAX_PENDING = 20
 """Uploads one user may have waiting for a session (each up to the cap): a disk bound."""
 MAX_AGE_S = 3600.0
@@ -112,74 +108,19 @@ class UploadStore:
 
     async def load(self, uploads: list[Upload], sandbox: Any) -> list[str]:
         """Define each upload under its name in ``sandbox``; one line per variable for the
-        model (what was loaded, or why not). The staged files are deleted either way."""
+        model (what was loaded, or why not). The files are handed over where only that
+        sandbox can read them (``staging``) and deleted either way."""
         if not uploads:
             return []
-        workspace = Workspace(sandbox.workdir)
-        staged = []
+        staged = None
         try:
-            for upload in uploads:
-                rel = f"{STAGE_DIR}/{upload.id}.{FORMATS[upload.format]}"
-                try:
-                    data = await asyncio.to_thread(upload.path.read_bytes)
-                    await asyncio.to_thread(workspace.write_bytes, rel, data)
-                except (ConfinementError, OSError) as e:
-                    raise ApiError(500, f"cannot hand {upload.name} to the sandbox: {e}") from e
-                staged.append([upload.name, upload.format, rel])
-            result = await sandbox.execute(loader_code(staged), store_history=False)
+            staged = await stage(uploads, sandbox, FORMATS)
+            result = await sandbox.execute(loader_code(staged.entries), store_history=False)
         finally:
+            if staged is not None:
+                await asyncio.to_thread(staged.remove)
             self.discard(uploads)
         return parse_loaded(result, [u.name for u in uploads])
-
-
-def loader_code(staged: list[list[str]]) -> str:
-    """Sandbox code that loads each staged file, deletes it, and prints one JSON line.
-
-    The description helpers travel as source, so a sandbox on another machine (a
-    gateway kernel) needs nothing of this package installed.
-    """
-    helper = inspect.getsource(variables)
-    return (
-        "def _codeagent_load(staged, helper):\n"
-        "    import json, os, pickle\n"
-        "    ns = {}\n"
-        "    exec(helper, ns)\n"
-        "    lines = []\n"
-        "    for name, fmt, path in staged:\n"
-        "        try:\n"
-        "            if fmt == 'parquet':\n"
-        "                import pandas\n"
-        "                obj = pandas.read_parquet(path)\n"
-        "            else:\n"
-        "                with open(path, 'rb') as f:\n"
-        "                    obj = pickle.load(f)\n"
-        "            globals()[name] = obj\n"
-        "            lines.append(ns['line'](ns['describe'](name, obj)))\n"
-        "        except Exception as e:\n"
-        "            lines.append(f'{name}: not loaded ({type(e).__name__}: {e})'[:300])\n"
-        "        finally:\n"
-        "            try:\n"
-        "                os.remove(path)\n"
-        "            except OSError:\n"
-        "                pass\n"
-        "    print('CODEAGENT-LOADED ' + json.dumps(lines))\n"
-        f"_codeagent_load({json.dumps(staged)}, {helper!r})\n"
-        "del _codeagent_load\n"
-    )
-
-
-def parse_loaded(result: Any, names: list[str]) -> list[str]:
-    """The loader's lines, or one line per name saying the load failed."""
-    for output in result.outputs:
-        text = output.get("text", "") if output.get("output_type") == "stream" else ""
-        text = text if isinstance(text, str) else "".join(text)
-        for row in text.splitlines():
-            if row.startswith("CODEAGENT-LOADED "):
-                with contextlib.suppress(ValueError):
-                    lines = json.loads(row.removeprefix("CODEAGENT-LOADED "))
-                    return [str(x)[:400] for x in lines][: len(names)]
-    why = (result.note or result.status or "no answer")[:200]
-    return [f"{name}: not loaded (the sandbox failed: {why})" for name in names]
 
 
 @web.stream_request_body

@@ -167,18 +167,25 @@ class AgentClient:
         path: str,
         body: Any = None,
         *,
-        raw: bytes | None = None,
+        raw: bytes | memoryview | None = None,
         headers: dict[str, str] | None = None,
     ) -> Any:
-        """One API call; the JSON answer, or ``ClientError`` with the server's message."""
-        payload: str | bytes | None = raw
+        """One API call; the JSON answer, or ``ClientError`` with the server's message.
+        A ``memoryview`` body is streamed from the caller's buffer, never copied whole."""
+        payload: str | bytes | memoryview | None = raw
         if raw is None and (body is not None or method in ("POST", "PUT")):
             payload = json.dumps(body if body is not None else {})
+        headers = dict(headers or self._headers())
+        producer = None
+        if isinstance(payload, memoryview):
+            headers["Content-Length"] = str(payload.nbytes)
+            producer, payload = _producer(payload.cast("B")), None
         req = HTTPRequest(
             self.api + path,
             method=method,
-            headers=headers or self._headers(),
+            headers=headers,
             body=payload,
+            body_producer=producer,
             request_timeout=self.timeout,
         )
         try:
@@ -231,7 +238,9 @@ class AgentClient:
         body.update({k: v for k, v in optional.items() if v is not None})
         return await self.request("POST", "/sessions", body)
 
-    async def upload(self, name: str, fmt: str, data: bytes, sha256: str) -> dict[str, Any]:
+    async def upload(
+        self, name: str, fmt: str, data: bytes | memoryview, sha256: str
+    ) -> dict[str, Any]:
         """Send one serialized variable (``transfer.serialize``); its ``id`` for ``start``."""
         query = f"?name={_q(name)}&format={_q(fmt)}&sha256={_q(sha256)}"
         headers = {**self._headers(), "Content-Type": "application/octet-stream"}
@@ -312,3 +321,14 @@ class AgentClient:
 
 def _q(part: str) -> str:
     return quote(part, safe="")
+
+
+def _producer(data: memoryview, chunk: int = 1 << 20) -> Any:
+    """A tornado ``body_producer`` writing ``data`` a MiB at a time (each write waits until
+    the previous one is flushed, so at most a chunk is buffered)."""
+
+    async def produce(write: Any) -> None:
+        for start in range(0, len(data), chunk):
+            await write(data[start : start + chunk])
+
+    return produce

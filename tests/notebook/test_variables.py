@@ -55,10 +55,15 @@ df = pd.DataFrame({
     "when": pd.date_range("2024-01-01", periods=100_000, freq="min"),
     "amount": rng.normal(size=100_000),
     "n": np.arange(100_000),
+    "city": rng.choice(["Oslo", "Lima", None], size=100_000),
+    "kind": pd.Categorical(rng.choice(["a", "b"], size=100_000)),
 })
-print(int(pd.util.hash_pandas_object(df).sum()))
+print(int(pd.util.hash_pandas_object(df).sum()), list(df.dtypes.astype(str)))
 """
-CHECK = "import pandas as pd\nprint(int(pd.util.hash_pandas_object(df).sum()), df.shape)"
+CHECK = (
+    "import pandas as pd\n"
+    "print(int(pd.util.hash_pandas_object(df).sum()), list(df.dtypes.astype(str)), df.shape)"
+)
 
 
 def test_with_copies_a_100k_row_frame_equal(
@@ -75,10 +80,10 @@ def test_with_copies_a_100k_row_frame_equal(
         return checksum, json.dumps(outputs)
 
     checksum, outputs = run(scenario())
-    assert f"{checksum} (100000, 3)" in outputs
+    assert f"{checksum} (100000, 5)" in outputs and "category" in checksum
     sent = _first_request_text(scripted_model)
     assert "already defined in your sandbox" in sent
-    assert "df: pandas.DataFrame 100,000\\u00d73, columns: when[datetime64" in sent
+    assert "df: pandas.DataFrame 100,000\\u00d75, columns: when[datetime64" in sent
 
 
 @pytest.mark.agent_settings(max_upload_mb=0.01)
