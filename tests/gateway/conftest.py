@@ -20,6 +20,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -146,3 +147,22 @@ def workspace(gateway: Gateway, tmp_path: Path) -> Path:
     path = gateway.root / tmp_path.name
     path.mkdir()
     return path
+
+
+def server_config(gateway: Gateway, model_url: str, limits: dict[str, int]) -> Any:
+    """A Jupyter server config whose codeagent sessions run on ``gateway``'s kernels."""
+    from traitlets.config import Config
+
+    from tests.server.conftest import BASE_SETTINGS
+    from tests.server.helpers import EXTENSION
+
+    settings = {
+        **BASE_SETTINGS,
+        "base_url": model_url,
+        "limits": limits,
+        "sandbox_backend": "gateway",
+        "gateway_url": gateway.url,
+        "gateway_token": gateway.token,
+    }
+    server = {"jpserver_extensions": {EXTENSION: True}}
+    return Config({"ServerApp": server, "CodeAgent": settings})

@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
-from tests.gateway.conftest import Gateway, gateway_kernels
+from tests.gateway.conftest import Gateway, gateway_kernels, server_config
 from tests.scripted_model import text, tool_calls
 from tests.server.conftest import *  # noqa: F403  (the real Jupyter server's fixtures)
-from tests.server.conftest import BASE_SETTINGS
-from tests.server.helpers import EXTENSION, Api, of_type
+from tests.server.helpers import Api, of_type
 
 
 @pytest.fixture
@@ -29,16 +28,7 @@ def jp_root_dir(gateway: Gateway, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def jp_server_config(gateway: Gateway, scripted_model: Any) -> Config:
-    settings = {
-        **BASE_SETTINGS,
-        "base_url": scripted_model.url,
-        "limits": {"cell_timeout": 30, "memory_mb": 300},
-        "sandbox_backend": "gateway",
-        "gateway_url": gateway.url,
-        "gateway_token": gateway.token,
-    }
-    server = {"jpserver_extensions": {EXTENSION: True}}
-    return Config({"ServerApp": server, "CodeAgent": settings})
+    return server_config(gateway, scripted_model.url, {"cell_timeout": 30, "memory_mb": 300})
 
 
 def _children(pid: int) -> set[int]:

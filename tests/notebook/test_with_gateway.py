@@ -15,11 +15,10 @@ from traitlets.config import Config
 
 from codeagent_jupyter.server.staging import CHUNK
 from codeagent_jupyter.widget.transfer import serialize
-from tests.gateway.conftest import Gateway, gateway  # noqa: F401  (the module's gateway)
+from tests.gateway.conftest import Gateway, gateway, server_config  # noqa: F401  (the module's gateway)
 from tests.scripted_model import text, tool_calls
 from tests.server.conftest import *  # noqa: F403  (the real Jupyter server's fixtures)
-from tests.server.conftest import BASE_SETTINGS
-from tests.server.helpers import EXTENSION, Api, of_type
+from tests.server.helpers import Api, of_type
 
 CHECK = "import pandas as pd\nprint(int(pd.util.hash_pandas_object(df).sum()), df.shape)"
 
@@ -33,16 +32,7 @@ def jp_root_dir(gateway: Gateway, tmp_path: Path) -> Path:  # noqa: F811
 
 @pytest.fixture
 def jp_server_config(gateway: Gateway, scripted_model: Any) -> Config:  # noqa: F811
-    settings = {
-        **BASE_SETTINGS,
-        "base_url": scripted_model.url,
-        "limits": {"cell_timeout": 30, "memory_mb": 1024},
-        "sandbox_backend": "gateway",
-        "gateway_url": gateway.url,
-        "gateway_token": gateway.token,
-    }
-    server = {"jpserver_extensions": {EXTENSION: True}}
-    return Config({"ServerApp": server, "CodeAgent": settings})
+    return server_config(gateway, scripted_model.url, {"cell_timeout": 30, "memory_mb": 1024})
 
 
 async def test_with_reaches_a_gateway_sandbox(
