@@ -68,7 +68,7 @@ def with_delegate(loop: Any, count: int, model: Any, workdir: Path, make_sandbox
     settings = DelegateSettings(max_per_call=count, max_total=count * 2)
     store = SnapshotStore.for_workspace(workdir)
     notebooks = workdir / ".codeagent" / "delegates"
-    tools = WithDelegate(
-        loop.tools, Delegator(model, workdir, make_sandbox, store, notebooks, settings)
-    )
+    delegator = Delegator(model, workdir, make_sandbox, store, notebooks, settings)
+    delegator.attach(loop.bus)
+    tools = WithDelegate(loop.tools, delegator)
     return AgentLoop(model, loop.sandbox, tools, loop.bus, loop.config, context=loop.context)

@@ -9,6 +9,10 @@ nothing a child's code planted is followed), and one tool result lists each chil
 answer, files and time window. Each child's session is recorded as its own notebook next to
 the parent's. Cancelling the parent's run cancels the tool call, which cancels every child
 and shuts its sandbox down.
+
+Every event of a child also goes out on the parent's bus as a ``ChildEvent`` carrying the id
+of the ``delegate`` call (``parent_tool_call_id``) and the child's label, so the parent's
+notebook, the server's stream, the CLI and the panel show the helpers' work under that call.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import events as ev
+from .bus import EventBus
 from .config import AgentConfig
 from .confined import ConfinementError, Workspace
 from .errors import ToolArgumentError
@@ -91,6 +97,19 @@ class Delegator:
         self.settings = settings or DelegateSettings()
         self.started = 0
         self.calls = 0
+        self.bus: EventBus | None = None
+        self._call_id = ""
+
+    def attach(self, bus: EventBus) -> None:
+        """Publish children's events on the parent's ``bus``. The tool interface does not
+        pass a call's id, so the id of the running ``delegate`` call is taken from the bus:
+        a loop runs its tool calls one at a time, each announced just before it runs."""
+        self.bus = bus
+        bus.subscribe(self._note_call)
+
+    def _note_call(self, event: ev.Event) -> None:
+        if isinstance(event, ev.ToolCallStarted) and event.name == "delegate":
+            self._call_id = event.tool_call_id
 
     async def __call__(self, arguments: dict[str, Any]) -> ToolOutcome:
         tasks = arguments.get("tasks")
@@ -110,13 +129,18 @@ class Delegator:
         self.calls += 1
         seed = self.store.capture(self.workdir).id
         t0 = time.monotonic()
-        children = [self._child(f"{self.calls}-{i + 1}", t, seed, t0) for i, t in enumerate(tasks)]
+        call_id = self._call_id
+        children = [
+            self._child(f"{self.calls}-{i + 1}", t, seed, t0, call_id) for i, t in enumerate(tasks)
+        ]
         results = await asyncio.gather(*children)
         ok = all(r["status"] == "answered" for r in results)
         text = json.dumps({"helpers": results}, indent=1)
         return ToolOutcome("ok" if ok else "error", text)
 
-    async def _child(self, label: str, task: str, seed: str, t0: float) -> dict[str, Any]:
+    async def _child(
+        self, label: str, task: str, seed: str, t0: float, call_id: str
+    ) -> dict[str, Any]:
         from .agent import build_agent
         from .recorder import NotebookRecorder
 
@@ -131,7 +155,8 @@ class Delegator:
                 notebook = self.notebooks / f"delegate-{label}.ipynb"
                 recorder = NotebookRecorder(notebook)
                 config = AgentConfig(max_steps=self.settings.child_max_steps)
-                loop = build_agent(self.model, sandbox, [recorder], config)
+                bus = EventBus([recorder.emit, self._forward(call_id, label, task)], keep=False)
+                loop = build_agent(self.model, sandbox, bus, config)
                 finished = await loop.run(task)
             result |= {"status": finished.status, "answer": finished.answer or finished.reason}
             result |= {"started_s": round(began, 3), "finished_s": round(time.monotonic() - t0, 3)}
@@ -141,6 +166,21 @@ class Delegator:
             with contextlib.suppress(OSError):
                 shutil.rmtree(tmp)
         return result
+
+    def _forward(self, call_id: str, label: str, task: str) -> Any:
+        """A subscriber of a child's bus that re-publishes each event on the parent's."""
+
+        def forward(event: ev.Event) -> None:
+            if self.bus is not None:
+                self.bus.publish(
+                    ev.ChildEvent,
+                    parent_tool_call_id=call_id,
+                    child=label,
+                    task=task,
+                    event=event.to_dict(),
+                )
+
+        return forward
 
     def _bring_back(self, label: str, ws: Path, seed: str) -> list[str]:
         """Copy what the child wrote or changed into ``delegates/<label>/`` of the parent."""
