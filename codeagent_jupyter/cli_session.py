@@ -58,17 +58,15 @@ def add_delegate(parser: argparse.ArgumentParser) -> None:
 
 def with_delegate(loop: Any, count: int, model: Any, workdir: Path, make_sandbox: Any) -> Any:
     """``loop`` with the ``delegate`` tool added (a new loop on the same bus, sandbox and
-    settings; children record to .codeagent/delegates/), or ``loop`` when ``count`` is 0."""
+    settings; children record to .codeagent/delegates/ and use the parent's tool hooks), or
+    ``loop`` when ``count`` is 0."""
     if count <= 0:
         return loop
-    from .delegate import DelegateSettings, Delegator, WithDelegate
-    from .loop import AgentLoop
+    from .delegate import DelegateSettings, Delegator, offer_delegate
     from .snapshots import SnapshotStore
 
     settings = DelegateSettings(max_per_call=count, max_total=count * 2)
     store = SnapshotStore.for_workspace(workdir)
     notebooks = workdir / ".codeagent" / "delegates"
     delegator = Delegator(model, workdir, make_sandbox, store, notebooks, settings)
-    delegator.attach(loop.bus)
-    tools = WithDelegate(loop.tools, delegator)
-    return AgentLoop(model, loop.sandbox, tools, loop.bus, loop.config, context=loop.context)
+    return offer_delegate(loop, delegator)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import shutil
 import tempfile
 import time
@@ -36,6 +37,8 @@ from .errors import ToolArgumentError
 from .outcome import ToolOutcome
 from .protocols import Model
 from .snapshots import SnapshotStore
+
+log = logging.getLogger(__name__)
 
 SCHEMA: dict[str, Any] = {
     "type": "function",
@@ -97,15 +100,27 @@ class Delegator:
         self.settings = settings or DelegateSettings()
         self.started = 0
         self.calls = 0
+        self.parent: Any = None
+        """The parent's ``AgentLoop`` (``attach``): its bus, hooks and budgets."""
         self.bus: EventBus | None = None
         self._call_id = ""
 
-    def attach(self, bus: EventBus) -> None:
-        """Publish children's events on the parent's ``bus``. The tool interface does not
-        pass a call's id, so the id of the running ``delegate`` call is taken from the bus:
-        a loop runs its tool calls one at a time, each announced just before it runs."""
-        self.bus = bus
-        bus.subscribe(self._note_call)
+    def attach(self, loop: Any) -> None:
+        """Serve the parent ``loop``: children's events go out on its bus, its tool hooks
+        apply to their calls too. The tool interface does not pass a call's id, so the id
+        of the running ``delegate`` call is taken from the bus: a loop runs its tool calls
+        one at a time, each announced just before it runs."""
+        self.parent, self.bus = loop, loop.bus
+        loop.bus.subscribe(self._note_call)
+
+    def count_earlier(self, notebook: Any) -> None:
+        """Continue the numbering of a resumed session's helpers (labels stay unique)."""
+        from .helper_sections import HEADING
+
+        metas = [c.metadata.get("codeagent", {}) for c in notebook.cells]
+        heads = [m for m in metas if m.get("kind") == HEADING and m.get("child")]
+        self.started = len(heads)
+        self.calls = len({m.get("parent_tool_call_id") for m in heads})
 
     def _note_call(self, event: ev.Event) -> None:
         if isinstance(event, ev.ToolCallStarted) and event.name == "delegate":
@@ -141,9 +156,8 @@ class Delegator:
     async def _child(
         self, label: str, task: str, seed: str, t0: float, call_id: str
     ) -> dict[str, Any]:
-        from .agent import build_agent
-        from .recorder import NotebookRecorder
-
+        """Run one child to its end; every failure but a cancel is its result, not an
+        exception, so one child that cannot start never leaves its siblings running alone."""
         tmp = Path(tempfile.mkdtemp(prefix="codeagent-child-"))
         ws = tmp / "ws"
         ws.mkdir()
@@ -151,21 +165,30 @@ class Delegator:
         try:
             self.store.restore(seed, ws)
             began = time.monotonic() - t0
-            async with self.sandbox_factory(ws) as sandbox:
-                notebook = self.notebooks / f"delegate-{label}.ipynb"
-                recorder = NotebookRecorder(notebook)
-                config = AgentConfig(max_steps=self.settings.child_max_steps)
-                bus = EventBus([recorder.emit, self._forward(call_id, label, task)], keep=False)
-                loop = build_agent(self.model, sandbox, bus, config)
-                finished = await loop.run(task)
+            finished = await self._run(label, task, ws, call_id)
             result |= {"status": finished.status, "answer": finished.answer or finished.reason}
             result |= {"started_s": round(began, 3), "finished_s": round(time.monotonic() - t0, 3)}
             result["files"] = self._bring_back(label, ws, seed)
-            result["notebook"] = notebook.name
+            result["notebook"] = f"delegate-{label}.ipynb"
+        except Exception as exc:
+            log.warning("helper %s failed: %s", label, exc)
+            result |= {"status": "error", "answer": f"the helper could not run: {exc}"}
         finally:
             with contextlib.suppress(OSError):
                 shutil.rmtree(tmp)
         return result
+
+    async def _run(self, label: str, task: str, ws: Path, call_id: str) -> ev.RunFinished:
+        from .agent import build_agent
+        from .recorder import NotebookRecorder
+
+        async with self.sandbox_factory(ws) as sandbox:
+            recorder = NotebookRecorder(self.notebooks / f"delegate-{label}.ipynb")
+            config = AgentConfig(max_steps=self.settings.child_max_steps)
+            bus = EventBus([recorder.emit, self._forward(call_id, label, task)], keep=False)
+            loop = build_agent(self.model, sandbox, bus, config)
+            loop.runner.hooks = getattr(getattr(self.parent, "runner", None), "hooks", None)
+            return await loop.run(task)
 
     def _forward(self, call_id: str, label: str, task: str) -> Any:
         """A subscriber of a child's bus that re-publishes each event on the parent's."""
@@ -195,6 +218,25 @@ class Delegator:
                 continue
             copied.append(f"delegates/{label}/{path}")
         return copied
+
+
+def offer_delegate(loop: Any, delegator: Delegator) -> Any:
+    """A loop like ``loop`` (same model, sandbox, bus, settings, approver, context) whose
+    tools include ``delegate``, served by ``delegator``. Build it before the loop runs."""
+    from .loop import AgentLoop
+
+    tools = WithDelegate(loop.tools, delegator)
+    offered = AgentLoop(
+        loop.model,
+        loop.sandbox,
+        tools,
+        loop.bus,
+        loop.config,
+        approver=loop.runner.approver,
+        context=loop.context,
+    )
+    delegator.attach(offered)
+    return offered
 
 
 class WithDelegate:
