@@ -76,7 +76,25 @@ class DelegateSettings:
     max_total: int = 6
     """Children one session may start in all."""
     child_max_steps: int = 10
-    """Model calls each child may make (its share of the parent's budget)."""
+    """Model calls each child may make at most (less when the parent's share is smaller)."""
+
+
+def carve(parent: Any, children: int, child_max_steps: int) -> AgentConfig:
+    """A child's budget: an equal share of what the parent has left, the parent keeping one
+    share for itself (``left // (children + 1)``, at least one step), never more than
+    ``child_max_steps`` steps. Without a parent loop, the plain child budget."""
+    if parent is None:
+        return AgentConfig(max_steps=child_max_steps)
+    cfg = parent.config
+    steps_left = max(cfg.max_steps - parent.steps_taken, 0)
+    tokens_left = max(cfg.max_tokens - parent.usage.total, 0)
+    return AgentConfig(
+        max_steps=max(min(child_max_steps, steps_left // (children + 1)), 1),
+        max_tokens=max(tokens_left // (children + 1), 1),
+        max_wall_s=cfg.max_wall_s,
+        approval=dict(cfg.approval),
+        result_chars=cfg.result_chars,
+    )
 
 
 class Delegator:
@@ -104,6 +122,7 @@ class Delegator:
         """The parent's ``AgentLoop`` (``attach``): its bus, hooks and budgets."""
         self.bus: EventBus | None = None
         self._call_id = ""
+        self._step = 0
 
     def attach(self, loop: Any) -> None:
         """Serve the parent ``loop``: children's events go out on its bus, its tool hooks
@@ -124,7 +143,7 @@ class Delegator:
 
     def _note_call(self, event: ev.Event) -> None:
         if isinstance(event, ev.ToolCallStarted) and event.name == "delegate":
-            self._call_id = event.tool_call_id
+            self._call_id, self._step = event.tool_call_id, event.step
 
     async def __call__(self, arguments: dict[str, Any]) -> ToolOutcome:
         tasks = arguments.get("tasks")
@@ -145,8 +164,10 @@ class Delegator:
         seed = self.store.capture(self.workdir).id
         t0 = time.monotonic()
         call_id = self._call_id
+        config = carve(self.parent, len(tasks), self.settings.child_max_steps)
         children = [
-            self._child(f"{self.calls}-{i + 1}", t, seed, t0, call_id) for i, t in enumerate(tasks)
+            self._child(f"{self.calls}-{i + 1}", t, seed, t0, call_id, config)
+            for i, t in enumerate(tasks)
         ]
         results = await asyncio.gather(*children)
         ok = all(r["status"] == "answered" for r in results)
@@ -154,7 +175,7 @@ class Delegator:
         return ToolOutcome("ok" if ok else "error", text)
 
     async def _child(
-        self, label: str, task: str, seed: str, t0: float, call_id: str
+        self, label: str, task: str, seed: str, t0: float, call_id: str, config: AgentConfig
     ) -> dict[str, Any]:
         """Run one child to its end; every failure but a cancel is its result, not an
         exception, so one child that cannot start never leaves its siblings running alone."""
@@ -162,11 +183,13 @@ class Delegator:
         ws = tmp / "ws"
         ws.mkdir()
         result: dict[str, Any] = {"helper": label, "task": task}
+        result["budget"] = {"max_steps": config.max_steps, "max_tokens": config.max_tokens}
         try:
             self.store.restore(seed, ws)
             began = time.monotonic() - t0
-            finished = await self._run(label, task, ws, call_id)
+            finished = await self._run(label, task, ws, call_id, config)
             result |= {"status": finished.status, "answer": finished.answer or finished.reason}
+            result |= {"steps": finished.steps, "usage": finished.usage}
             result |= {"started_s": round(began, 3), "finished_s": round(time.monotonic() - t0, 3)}
             result["files"] = self._bring_back(label, ws, seed)
             result["notebook"] = f"delegate-{label}.ipynb"
@@ -178,17 +201,29 @@ class Delegator:
                 shutil.rmtree(tmp)
         return result
 
-    async def _run(self, label: str, task: str, ws: Path, call_id: str) -> ev.RunFinished:
+    async def _run(
+        self, label: str, task: str, ws: Path, call_id: str, config: AgentConfig
+    ) -> ev.RunFinished:
         from .agent import build_agent
         from .recorder import NotebookRecorder
 
         async with self.sandbox_factory(ws) as sandbox:
             recorder = NotebookRecorder(self.notebooks / f"delegate-{label}.ipynb")
-            config = AgentConfig(max_steps=self.settings.child_max_steps)
             bus = EventBus([recorder.emit, self._forward(call_id, label, task)], keep=False)
             loop = build_agent(self.model, sandbox, bus, config)
             loop.runner.hooks = getattr(getattr(self.parent, "runner", None), "hooks", None)
-            return await loop.run(task)
+            try:
+                return await loop.run(task)
+            finally:
+                self._charge(loop.usage)
+
+    def _charge(self, usage: Any) -> None:
+        """Count a child's tokens against the parent (also when it was cancelled): the
+        parent's token budget and totals include them, announced as one usage update."""
+        if self.parent is None or not (usage.prompt_tokens or usage.completion_tokens):
+            return
+        fields = self.parent.usage.add(usage)
+        self.parent.bus.publish(ev.UsageUpdated, step=self._step, **fields)
 
     def _forward(self, call_id: str, label: str, task: str) -> Any:
         """A subscriber of a child's bus that re-publishes each event on the parent's."""
