@@ -101,3 +101,13 @@ def test_helpers_are_sections_of_the_parent_notebook(scripted_model: Any, tmp_pa
     assert sum(len(run) for run in transcript) == 2  # the delegate call and the answer
     # Helpers keep their own notebooks too.
     assert len(list((tmp_path / "ws" / ".codeagent" / "delegates").glob("*.ipynb"))) == 2
+    # Their cells ran in the helpers' sandboxes: re-running the session leaves them alone.
+    ws = str(tmp_path / "ws")
+    checked = codeagent("replay", str(out), "--workdir", ws)
+    assert checked.returncode == 0 and "0 of 0 cells match" in checked.stdout, checked.stderr
+    scripted_model.set_script([text("resumed")])
+    args = ("--model", "m", "--base-url", scripted_model.url, "--out", str(tmp_path / "r.ipynb"))
+    resumed = codeagent("resume", str(out), "go on", *args)
+    assert resumed.returncode == 0, resumed.stderr
+    restored = nbformat.read(tmp_path / "r.ipynb", as_version=4).metadata.codeagent.restores
+    assert restored[-1]["cells_rerun"] == 0
