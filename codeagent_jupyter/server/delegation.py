@@ -1,11 +1,11 @@
 """The ``delegate`` tool on the server: helper agents in sandboxes from the server's supply.
 
 Off unless the administrator sets ``c.CodeAgent.delegate_max_per_call``. A helper's sandbox
-comes from the same supply as sessions' (with the session's limits, never more), its events
-go out on the session's stream under the ``delegate`` call, its cells become a section of the
-session's notebook, and the session's tool hooks apply to its calls. Cancelling, pausing or
-closing the session cancels the call, which shuts every helper's sandbox down before the
-run ends.
+is started fresh by the supply's backend (``SandboxSupply.get_fresh``: the user's warm
+sandbox stays theirs) with the session's limits, never more. Its events go out on the
+session's stream under the ``delegate`` call, its cells become a section of the session's
+notebook, and the session's tool hooks apply to its calls. Cancelling, pausing or closing
+the session cancels the call, which shuts every helper's sandbox down before the run ends.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def offer_helpers(
     async def helper_sandbox(path: Path) -> AsyncIterator[Any]:
         if session.closed:
             raise SandboxError("the session was closed")
-        sandbox = await manager.supply.get(session.owner, path, limits)
+        sandbox = await manager.supply.get_fresh(session.owner, path, limits)
         try:
             yield sandbox
         finally:
