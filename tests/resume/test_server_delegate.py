@@ -37,6 +37,15 @@ def alive(pid: int) -> bool:
         return False
 
 
+def test_delegate_limits_must_not_be_negative() -> None:
+    from codeagent_jupyter.server.app import CodeAgent
+
+    assert CodeAgent().delegate_max_per_call == 0  # off unless the administrator says so
+    for name in ("delegate_max_per_call", "delegate_max_total", "delegate_max_steps"):
+        with pytest.raises(ValueError, match=f"{name} must not be negative"):
+            CodeAgent(**{name: -1})
+
+
 async def test_no_delegate_tool_unless_the_administrator_enables_it(
     api: Api, scripted_model: Any
 ) -> None:
