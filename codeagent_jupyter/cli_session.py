@@ -56,10 +56,13 @@ def add_delegate(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def with_delegate(loop: Any, count: int, model: Any, workdir: Path, make_sandbox: Any) -> Any:
+def with_delegate(
+    loop: Any, count: int, model: Any, workdir: Path, make_sandbox: Any, earlier: Any = None
+) -> Any:
     """``loop`` with the ``delegate`` tool added (a new loop on the same bus, sandbox and
     settings; children record to .codeagent/delegates/ and use the parent's tool hooks), or
-    ``loop`` when ``count`` is 0."""
+    ``loop`` when ``count`` is 0. ``earlier``: the notebook of a resumed session, whose
+    helpers the new ones are numbered after."""
     if count <= 0:
         return loop
     from .delegate import DelegateSettings, Delegator, offer_delegate
@@ -69,4 +72,6 @@ def with_delegate(loop: Any, count: int, model: Any, workdir: Path, make_sandbox
     store = SnapshotStore.for_workspace(workdir)
     notebooks = workdir / ".codeagent" / "delegates"
     delegator = Delegator(model, workdir, make_sandbox, store, notebooks, settings)
+    if earlier is not None:
+        delegator.count_earlier(earlier)
     return offer_delegate(loop, delegator)

@@ -10,7 +10,9 @@ from typing import Any
 import nbformat
 
 from codeagent_jupyter import events as ev
+from codeagent_jupyter.bus import EventBus
 from codeagent_jupyter.eventlog import decode_notebook
+from codeagent_jupyter.recorder import NotebookRecorder
 from tests.loop.test_cli import codeagent
 from tests.scripted_model import text, tool_calls
 
@@ -18,12 +20,14 @@ TASKS = ["helper task A", "helper task B"]
 
 
 def responder(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """The parent delegates two tasks; each helper prints its letter, then answers."""
+    """The parent delegates two tasks (again on each request); each helper prints its
+    letter, then answers."""
     first = next(m["content"] for m in messages if m["role"] == "user")
     answered = sum(m["role"] == "assistant" for m in messages)
     helper = next((t for t in TASKS if first.endswith(t)), None)
-    if helper is None:
-        return tool_calls(("delegate", {"tasks": TASKS})) if answered == 0 else text("both done")
+    if helper is None:  # the parent: each request delegates, then answers
+        asked = messages[-1]["role"] == "user"
+        return tool_calls(("delegate", {"tasks": TASKS})) if asked else text("both done")
     letter = helper[-1]
     if answered == 0:
         return tool_calls(("run_cell", {"code": f"print('from helper {letter}')"}))
@@ -111,3 +115,64 @@ def test_helpers_are_sections_of_the_parent_notebook(scripted_model: Any, tmp_pa
     assert resumed.returncode == 0, resumed.stderr
     restored = nbformat.read(tmp_path / "r.ipynb", as_version=4).metadata.codeagent.restores
     assert restored[-1]["cells_rerun"] == 0
+
+
+def test_a_resumed_session_numbers_its_helpers_after_the_earlier_ones(
+    scripted_model: Any, tmp_path: Path
+) -> None:
+    _, out = run_delegating_session(scripted_model, tmp_path)
+    scripted_model.set_script(responder)  # asked again, the model delegates again
+    args = ("--model", "m", "--base-url", scripted_model.url, "--delegate", "2")
+    resumed = codeagent("resume", str(out), "once more", *args, timeout=240)
+    assert resumed.returncode == 0, resumed.stderr
+    nb = nbformat.read(out, as_version=4)  # a resume continues the same notebook
+    nbformat.validate(nb)
+    headings = [c.source for c in nb.cells if c.metadata["codeagent"].get("kind") == "helper"]
+    assert headings == [
+        "### Helper 1-1: helper task A",
+        "### Helper 1-2: helper task B",
+        "### Helper 2-1: helper task A",
+        "### Helper 2-2: helper task B",
+    ]
+    assert "[helper 2-2] -- step 1: run_cell" in resumed.stderr
+
+
+def test_sections_stay_whole_and_in_task_order_whatever_the_arrival_order(
+    tmp_path: Path,
+) -> None:
+    """Helpers run at once: their events interleave, and a later task may start first."""
+    recorder = NotebookRecorder(tmp_path / "s.ipynb")
+    bus = EventBus([recorder.emit])
+    bus.publish(ev.RunStarted, prompt="split")
+    bus.publish(ev.ToolCallStarted, step=1, tool_call_id="d", name="delegate", arguments={})
+
+    def helper(child: str, event: ev.Event) -> None:
+        task = f"task {child}"
+        bus.publish(
+            ev.ChildEvent, parent_tool_call_id="d", child=child, task=task, event=event.to_dict()
+        )
+
+    def cell(n: int) -> ev.ToolCallFinished:
+        return ev.ToolCallFinished(step=n, tool_call_id=f"c{n}", name="run_cell", code=f"{n}")
+
+    helper("1-3", ev.RunStarted(prompt="task 1-3"))
+    helper("1-1", ev.RunStarted(prompt="task 1-1"))
+    helper("1-3", cell(1))
+    helper("1-2", ev.RunStarted(prompt="task 1-2"))
+    helper("1-1", cell(1))
+    helper("1-2", cell(1))
+    helper("1-3", cell(2))
+    helper("1-1", ev.RunFinished(answer="one"))
+    nb = nbformat.read(tmp_path / "s.ipynb", as_version=4)
+    nbformat.validate(nb)
+    shown = [(c.metadata.codeagent.get("child"), c.source) for c in nb.cells[1:]]
+    assert shown == [
+        ("1-1", "### Helper 1-1: task 1-1"),
+        ("1-1", "1"),
+        ("1-1", "one"),
+        ("1-2", "### Helper 1-2: task 1-2"),
+        ("1-2", "1"),
+        ("1-3", "### Helper 1-3: task 1-3"),
+        ("1-3", "1"),
+        ("1-3", "2"),
+    ]
