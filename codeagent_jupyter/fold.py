@@ -206,11 +206,18 @@ def _child_event(s: SessionState, e: ev.ChildEvent) -> SessionState:
     assert isinstance(call, ToolItem)
     groups = list(call.helpers)
     at = next((n for n, g in enumerate(groups) if g.child == e.child), None)
-    if at is None:
+    if at is None:  # helpers start in any order; their groups keep the order of the tasks
         groups.append(HelperGroup(e.child, e.task, SessionState()))
-        at = len(groups) - 1
+        groups.sort(key=lambda g: _label_key(g.child))
+        at = next(n for n, g in enumerate(groups) if g.child == e.child)
     groups[at] = replace(groups[at], state=reduce(groups[at].state, inner))
     return _put(s, index, replace(call, helpers=tuple(groups)))
+
+
+def _label_key(label: str) -> tuple[int, ...]:
+    """``"1-10"`` -> ``(1, 10)``: helper labels in numeric order (others last)."""
+    parts = label.split("-")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else (1 << 30,)
 
 
 def _run_finished(s: SessionState, e: ev.RunFinished) -> SessionState:

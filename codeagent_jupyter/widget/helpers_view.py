@@ -35,6 +35,8 @@ class DelegateView(ToolView):
 
     def __init__(self, item: ToolItem, panel: Any) -> None:
         super().__init__(item, panel)
+        self._bodies: dict[str, w.HTML] = {}
+        """Helper label -> its group's body, updated in place."""
         self.groups = w.Accordion(children=(), layout=w.Layout(width="100%"))
         self.groups.add_class("codeagent-helpers")
         self.widget = w.VBox([self.html, self.groups], layout=w.Layout(width="100%"))
@@ -45,17 +47,16 @@ class DelegateView(ToolView):
         assert isinstance(item, ToolItem)
         helpers: tuple[HelperGroup, ...] = item.helpers
         self.groups.layout.display = "" if helpers else "none"
-        bodies = list(self.groups.children)
-        for index, group in enumerate(helpers):
+        for group in helpers:
             value = helper_html(group.state)
-            if index < len(bodies):
-                if bodies[index].value != value:
-                    bodies[index].value = value
-            else:
-                body = w.HTML(value, layout=w.Layout(width="100%"))
-                bodies.append(body)
-        if len(bodies) != len(self.groups.children):
-            self.groups.children = tuple(bodies)
+            body = self._bodies.get(group.child)
+            if body is None:
+                self._bodies[group.child] = w.HTML(value, layout=w.Layout(width="100%"))
+            elif body.value != value:
+                body.value = value
+        children = tuple(self._bodies[group.child] for group in helpers)
+        if children != tuple(self.groups.children):
+            self.groups.children = children
         titles = tuple(group.title for group in helpers)
         if tuple(self.groups.titles) != titles:
             self.groups.titles = titles

@@ -44,9 +44,9 @@ def stream(last: int) -> list[ev.Event]:
         ev.RunStarted(prompt="split"),
         ev.ToolCallStarted(step=1, tool_call_id="d1", name="delegate", arguments={"tasks": []}),
     ]
-    for n, event in enumerate(per_helper[:last]):
-        events.append(helper("1-1", "plain task", event, n))
+    for n, event in enumerate(per_helper[:last]):  # the second helper happens to start first
         events.append(helper("1-2", HOSTILE, event, n))
+        events.append(helper("1-1", "plain task", event, n))
     return [ev.Event.from_dict({**e.to_dict(), "seq": i}) for i, e in enumerate(events)]
 
 
