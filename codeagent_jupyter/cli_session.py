@@ -56,19 +56,22 @@ def add_delegate(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def with_delegate(loop: Any, count: int, model: Any, workdir: Path, make_sandbox: Any) -> Any:
+def with_delegate(
+    loop: Any, count: int, model: Any, workdir: Path, make_sandbox: Any, earlier: Any = None
+) -> Any:
     """``loop`` with the ``delegate`` tool added (a new loop on the same bus, sandbox and
-    settings; children record to .codeagent/delegates/), or ``loop`` when ``count`` is 0."""
+    settings; children record to .codeagent/delegates/ and use the parent's tool hooks), or
+    ``loop`` when ``count`` is 0. ``earlier``: the notebook of a resumed session, whose
+    helpers the new ones are numbered after."""
     if count <= 0:
         return loop
-    from .delegate import DelegateSettings, Delegator, WithDelegate
-    from .loop import AgentLoop
+    from .delegate import DelegateSettings, Delegator, offer_delegate
     from .snapshots import SnapshotStore
 
     settings = DelegateSettings(max_per_call=count, max_total=count * 2)
     store = SnapshotStore.for_workspace(workdir)
     notebooks = workdir / ".codeagent" / "delegates"
-    tools = WithDelegate(
-        loop.tools, Delegator(model, workdir, make_sandbox, store, notebooks, settings)
-    )
-    return AgentLoop(model, loop.sandbox, tools, loop.bus, loop.config, context=loop.context)
+    delegator = Delegator(model, workdir, make_sandbox, store, notebooks, settings)
+    if earlier is not None:
+        delegator.count_earlier(earlier)
+    return offer_delegate(loop, delegator)

@@ -9,6 +9,10 @@ nothing a child's code planted is followed), and one tool result lists each chil
 answer, files and time window. Each child's session is recorded as its own notebook next to
 the parent's. Cancelling the parent's run cancels the tool call, which cancels every child
 and shuts its sandbox down.
+
+Every event of a child also goes out on the parent's bus as a ``ChildEvent`` carrying the id
+of the ``delegate`` call (``parent_tool_call_id``) and the child's label, so the parent's
+notebook, the server's stream, the CLI and the panel show the helpers' work under that call.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import shutil
 import tempfile
 import time
@@ -24,12 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import events as ev
+from .bus import EventBus
 from .config import AgentConfig
 from .confined import ConfinementError, Workspace
 from .errors import ToolArgumentError
 from .outcome import ToolOutcome
 from .protocols import Model
 from .snapshots import SnapshotStore
+
+log = logging.getLogger(__name__)
 
 SCHEMA: dict[str, Any] = {
     "type": "function",
@@ -67,7 +76,25 @@ class DelegateSettings:
     max_total: int = 6
     """Children one session may start in all."""
     child_max_steps: int = 10
-    """Model calls each child may make (its share of the parent's budget)."""
+    """Model calls each child may make at most (less when the parent's share is smaller)."""
+
+
+def carve(parent: Any, children: int, child_max_steps: int) -> AgentConfig:
+    """A child's budget: an equal share of what the parent has left, the parent keeping one
+    share for itself (``left // (children + 1)``, at least one step), never more than
+    ``child_max_steps`` steps. Without a parent loop, the plain child budget."""
+    if parent is None:
+        return AgentConfig(max_steps=child_max_steps)
+    cfg = parent.config
+    steps_left = max(cfg.max_steps - parent.steps_taken, 0)
+    tokens_left = max(cfg.max_tokens - parent.usage.total, 0)
+    return AgentConfig(
+        max_steps=max(min(child_max_steps, steps_left // (children + 1)), 1),
+        max_tokens=max(tokens_left // (children + 1), 1),
+        max_wall_s=cfg.max_wall_s,
+        approval=dict(cfg.approval),
+        result_chars=cfg.result_chars,
+    )
 
 
 class Delegator:
@@ -91,6 +118,32 @@ class Delegator:
         self.settings = settings or DelegateSettings()
         self.started = 0
         self.calls = 0
+        self.parent: Any = None
+        """The parent's ``AgentLoop`` (``attach``): its bus, hooks and budgets."""
+        self.bus: EventBus | None = None
+        self._call_id = ""
+        self._step = 0
+
+    def attach(self, loop: Any) -> None:
+        """Serve the parent ``loop``: children's events go out on its bus, its tool hooks
+        apply to their calls too. The tool interface does not pass a call's id, so the id
+        of the running ``delegate`` call is taken from the bus: a loop runs its tool calls
+        one at a time, each announced just before it runs."""
+        self.parent, self.bus = loop, loop.bus
+        loop.bus.subscribe(self._note_call)
+
+    def count_earlier(self, notebook: Any) -> None:
+        """Continue the numbering of a resumed session's helpers (labels stay unique)."""
+        from .helper_sections import HEADING
+
+        metas = [c.metadata.get("codeagent", {}) for c in notebook.cells]
+        heads = [m for m in metas if m.get("kind") == HEADING and m.get("child")]
+        self.started = len(heads)
+        self.calls = len({m.get("parent_tool_call_id") for m in heads})
+
+    def _note_call(self, event: ev.Event) -> None:
+        if isinstance(event, ev.ToolCallStarted) and event.name == "delegate":
+            self._call_id, self._step = event.tool_call_id, event.step
 
     async def __call__(self, arguments: dict[str, Any]) -> ToolOutcome:
         tasks = arguments.get("tasks")
@@ -110,37 +163,82 @@ class Delegator:
         self.calls += 1
         seed = self.store.capture(self.workdir).id
         t0 = time.monotonic()
-        children = [self._child(f"{self.calls}-{i + 1}", t, seed, t0) for i, t in enumerate(tasks)]
+        call_id = self._call_id
+        config = carve(self.parent, len(tasks), self.settings.child_max_steps)
+        children = [
+            self._child(f"{self.calls}-{i + 1}", t, seed, t0, call_id, config)
+            for i, t in enumerate(tasks)
+        ]
         results = await asyncio.gather(*children)
         ok = all(r["status"] == "answered" for r in results)
         text = json.dumps({"helpers": results}, indent=1)
         return ToolOutcome("ok" if ok else "error", text)
 
-    async def _child(self, label: str, task: str, seed: str, t0: float) -> dict[str, Any]:
-        from .agent import build_agent
-        from .recorder import NotebookRecorder
-
+    async def _child(
+        self, label: str, task: str, seed: str, t0: float, call_id: str, config: AgentConfig
+    ) -> dict[str, Any]:
+        """Run one child to its end; every failure but a cancel is its result, not an
+        exception, so one child that cannot start never leaves its siblings running alone."""
         tmp = Path(tempfile.mkdtemp(prefix="codeagent-child-"))
         ws = tmp / "ws"
         ws.mkdir()
         result: dict[str, Any] = {"helper": label, "task": task}
+        result["budget"] = {"max_steps": config.max_steps, "max_tokens": config.max_tokens}
         try:
             self.store.restore(seed, ws)
             began = time.monotonic() - t0
-            async with self.sandbox_factory(ws) as sandbox:
-                notebook = self.notebooks / f"delegate-{label}.ipynb"
-                recorder = NotebookRecorder(notebook)
-                config = AgentConfig(max_steps=self.settings.child_max_steps)
-                loop = build_agent(self.model, sandbox, [recorder], config)
-                finished = await loop.run(task)
+            finished = await self._run(label, task, ws, call_id, config)
             result |= {"status": finished.status, "answer": finished.answer or finished.reason}
+            result |= {"steps": finished.steps, "usage": finished.usage}
             result |= {"started_s": round(began, 3), "finished_s": round(time.monotonic() - t0, 3)}
             result["files"] = self._bring_back(label, ws, seed)
-            result["notebook"] = notebook.name
+            result["notebook"] = f"delegate-{label}.ipynb"
+        except Exception as exc:
+            log.warning("helper %s failed: %s", label, exc)
+            result |= {"status": "error", "answer": f"the helper could not run: {exc}"}
         finally:
             with contextlib.suppress(OSError):
                 shutil.rmtree(tmp)
         return result
+
+    async def _run(
+        self, label: str, task: str, ws: Path, call_id: str, config: AgentConfig
+    ) -> ev.RunFinished:
+        from .agent import build_agent
+        from .recorder import NotebookRecorder
+
+        async with self.sandbox_factory(ws) as sandbox:
+            recorder = NotebookRecorder(self.notebooks / f"delegate-{label}.ipynb")
+            bus = EventBus([recorder.emit, self._forward(call_id, label, task)], keep=False)
+            loop = build_agent(self.model, sandbox, bus, config)
+            loop.runner.hooks = getattr(getattr(self.parent, "runner", None), "hooks", None)
+            try:
+                return await loop.run(task)
+            finally:
+                self._charge(loop.usage)
+
+    def _charge(self, usage: Any) -> None:
+        """Count a child's tokens against the parent (also when it was cancelled): the
+        parent's token budget and totals include them, announced as one usage update."""
+        if self.parent is None or not (usage.prompt_tokens or usage.completion_tokens):
+            return
+        fields = self.parent.usage.add(usage)
+        self.parent.bus.publish(ev.UsageUpdated, step=self._step, **fields)
+
+    def _forward(self, call_id: str, label: str, task: str) -> Any:
+        """A subscriber of a child's bus that re-publishes each event on the parent's."""
+
+        def forward(event: ev.Event) -> None:
+            if self.bus is not None:
+                self.bus.publish(
+                    ev.ChildEvent,
+                    parent_tool_call_id=call_id,
+                    child=label,
+                    task=task,
+                    event=event.to_dict(),
+                )
+
+        return forward
 
     def _bring_back(self, label: str, ws: Path, seed: str) -> list[str]:
         """Copy what the child wrote or changed into ``delegates/<label>/`` of the parent."""
@@ -155,6 +253,25 @@ class Delegator:
                 continue
             copied.append(f"delegates/{label}/{path}")
         return copied
+
+
+def offer_delegate(loop: Any, delegator: Delegator) -> Any:
+    """A loop like ``loop`` (same model, sandbox, bus, settings, approver, context) whose
+    tools include ``delegate``, served by ``delegator``. Build it before the loop runs."""
+    from .loop import AgentLoop
+
+    tools = WithDelegate(loop.tools, delegator)
+    offered = AgentLoop(
+        loop.model,
+        loop.sandbox,
+        tools,
+        loop.bus,
+        loop.config,
+        approver=loop.runner.approver,
+        context=loop.context,
+    )
+    delegator.attach(offered)
+    return offered
 
 
 class WithDelegate:

@@ -3,7 +3,8 @@
 The notebook keeps every event of a session (but the live-only ones) in
 ``metadata.codeagent.events``, compactly: what the notebook already stores elsewhere becomes a
 reference (an assistant message points at its transcript turn, a tool call's outputs and code
-at its cell, its arguments at the call the model sent). ``encode`` and ``decode_notebook`` are
+at its cell, its arguments at the call the model sent; a helper's finished call at its cell in
+the helper's section). ``encode`` and ``decode_notebook`` are
 each other's inverse; a test round-trips every event type. Changing one means changing both.
 """
 
@@ -51,6 +52,13 @@ def encode(entry: dict[str, Any], cell: Any, transcript: list[list[dict[str, Any
         if entry.get("code") == cell.source:
             entry.pop("code")
             entry["code_ref"] = True
+    elif kind == "child_event" and cell is not None and cell.cell_type == "code":
+        inner = entry["event"]
+        if inner.get("type") == "tool_call_finished":
+            inner.pop("outputs", None)
+            if inner.get("code") == cell.source:
+                inner.pop("code")
+                inner["code_ref"] = True
     elif kind == "tool_call_started" and entry["arguments"] == sent_arguments(
         turns, entry["tool_call_id"]
     ):
@@ -78,10 +86,14 @@ def decode(
         seen.append(raw["message"])
     if raw.pop("arguments_ref", False):
         raw["arguments"] = sent_arguments(seen, raw.get("tool_call_id", ""))
-    if raw.get("type") == "tool_call_finished" and cell is not None and cell.cell_type == "code":
-        raw["outputs"] = _plain(cell.outputs)
-        if raw.pop("code_ref", False):
-            raw["code"] = cell.source
+    finished = raw if raw.get("type") == "tool_call_finished" else None
+    helper = raw.get("event", {}) if raw.get("type") == "child_event" else {}
+    if helper.get("type") == "tool_call_finished":
+        finished = raw["event"] = dict(helper)  # a helper's call: its cell is in a section
+    if finished is not None and cell is not None and cell.cell_type == "code":
+        finished["outputs"] = _plain(cell.outputs)
+        if finished.pop("code_ref", False):
+            finished["code"] = cell.source
     try:
         return ev.Event.from_dict(raw)
     except (ValueError, TypeError):

@@ -247,6 +247,31 @@ class SessionRestored(Event):
 
 
 @dataclass(frozen=True)
+class ChildEvent(Event):
+    """An event of a helper agent started by the ``delegate`` tool call ``parent_tool_call_id``.
+
+    ``child`` names the helper (``"<call>-<n>"``: the session's n-th ``delegate`` call, its
+    n-th task), ``task`` is what it was asked, ``event`` the helper's own event in its JSON
+    form (numbered in the helper's stream). Wrapped rather than flattened so that a reader of
+    the parent's stream that knows nothing of helpers never takes a helper's ``run_finished``
+    for the parent's.
+    """
+
+    type: ClassVar[str] = "child_event"
+    parent_tool_call_id: str = ""
+    child: str = ""
+    task: str = ""
+    event: dict[str, Any] = field(default_factory=dict)
+
+    def inner(self) -> Event | None:
+        """The helper's event as a typed event (None for a type from a newer writer)."""
+        try:
+            return Event.from_dict(self.event)
+        except (ValueError, TypeError):
+            return None
+
+
+@dataclass(frozen=True)
 class CellDecision(Event):
     """The user accepted or rejected a cell.
 

@@ -20,6 +20,7 @@ from .timeline import (
     ApprovalItem,
     CellItem,
     FinishedItem,
+    HelperGroup,
     Item,
     NoteItem,
     PromptItem,
@@ -85,6 +86,8 @@ def reduce(state: SessionState, event: ev.Event) -> SessionState:
             new = _run_finished(state, event)
         case ev.CellDecision():
             new = _update(state, CellItem, event.tool_call_id, decision=event.accepted)
+        case ev.ChildEvent():
+            new = _child_event(state, event)
         case ev.SessionRestored():
             note = NoteItem(f"restored-{event.seq}", event.summary, tuple(event.problems))
             new = replace(state, items=(*state.items, note))
@@ -191,6 +194,30 @@ def _tool_call_finished(s: SessionState, e: ev.ToolCallFinished) -> SessionState
     current = s.items[index]
     assert isinstance(current, ToolItem)
     return _put(s, index, replace(current, status=e.status or "ok", result=e.result))
+
+
+def _child_event(s: SessionState, e: ev.ChildEvent) -> SessionState:
+    """A helper's event, folded into its own state under the ``delegate`` call's item."""
+    index = _find(s, lambda i: isinstance(i, ToolItem) and i.tool_call_id == e.parent_tool_call_id)
+    inner = e.inner()
+    if index is None or inner is None:
+        return s
+    call = s.items[index]
+    assert isinstance(call, ToolItem)
+    groups = list(call.helpers)
+    at = next((n for n, g in enumerate(groups) if g.child == e.child), None)
+    if at is None:  # helpers start in any order; their groups keep the order of the tasks
+        groups.append(HelperGroup(e.child, e.task, SessionState()))
+        groups.sort(key=lambda g: _label_key(g.child))
+        at = next(n for n, g in enumerate(groups) if g.child == e.child)
+    groups[at] = replace(groups[at], state=reduce(groups[at].state, inner))
+    return _put(s, index, replace(call, helpers=tuple(groups)))
+
+
+def _label_key(label: str) -> tuple[int, ...]:
+    """``"1-10"`` -> ``(1, 10)``: helper labels in numeric order (others last)."""
+    parts = label.split("-")
+    return tuple(int(p) for p in parts) if all(p.isdigit() for p in parts) else (1 << 30,)
 
 
 def _run_finished(s: SessionState, e: ev.RunFinished) -> SessionState:

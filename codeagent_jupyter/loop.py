@@ -68,6 +68,11 @@ class AgentLoop:
             tools, self.bus, self.stop.guard, approval=self.config.approval, approver=approver
         )
 
+    @property
+    def steps_taken(self) -> int:
+        """Model calls of the current (or last) run so far: what its step budget has used."""
+        return self._steps_taken
+
     def cancel(self, reason: str = "stopped by the user") -> None:
         """Ask the running run to stop: the model request is dropped, a running cell interrupted."""
         self.stop.request(ev.CANCELLED, reason)

@@ -5,6 +5,7 @@ It is just another event sink, so the CLI shows exactly what the notebook record
 
 from __future__ import annotations
 
+import io
 import sys
 from typing import Any, TextIO
 
@@ -45,6 +46,8 @@ class ProgressPrinter:
                 self._write(f"== Session {event.summary}")
                 for problem in event.problems:
                     self._write(f"   not rebuilt: {problem}")
+            case ev.ChildEvent():
+                self._child_event(event)
 
     def _write(self, text: str) -> None:
         if self._streaming:
@@ -52,6 +55,17 @@ class ProgressPrinter:
             self._streaming = False
         self.stream.write(text + "\n")
         self.stream.flush()
+
+    def _child_event(self, e: ev.ChildEvent) -> None:
+        """A helper's event, printed as its own trace would be, each line marked with it."""
+        inner = e.inner()
+        if inner is None or isinstance(inner, ev.TextDelta):
+            return  # helpers run at once: their streamed text would interleave
+        buffer = io.StringIO()
+        ProgressPrinter(buffer, code_lines=self.code_lines).emit(inner)
+        lines = buffer.getvalue().rstrip("\n").splitlines()
+        if lines:
+            self._write("\n".join(f"   [helper {e.child}] {line}" for line in lines))
 
     def _run_started(self, e: ev.RunStarted) -> None:
         kind = "Follow-up" if e.run_index else "Request"

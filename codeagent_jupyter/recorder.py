@@ -41,6 +41,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from . import events as ev
 from .atomic import remove_stale, write_atomic
 from .eventlog import NOT_LOGGED, encode, sent_arguments
+from .helper_sections import HelperSections, is_helper_cell
 from .nbtext import NotebookText
 from .redact import scrub
 from .session_reader import SessionRecord, load_session, read_session
@@ -111,17 +112,18 @@ class NotebookRecorder:
 
     def __init__(
         self,
-        path: Path,
+        path: Path | None,
         *,
         session_id: str | None = None,
         on_saved: Callable[[Path, str], None] | None = None,
     ) -> None:
-        self.path = Path(path)
+        self.path = Path(path) if path is not None else None
+        """None: kept in memory only (a helper's cells for its parent's notebook)."""
         self.on_saved = on_saved
         """Called with the path and the exact text after each save (e.g. to sign it)."""
         self._args: dict[str, Any] = {}
         self._text = NotebookText()
-        if self.path.exists():
+        if self.path is not None and self.path.exists():
             self.notebook = read_session(self.path)
             self._meta: dict[str, Any] = self.notebook.metadata["codeagent"]
         else:
@@ -144,7 +146,9 @@ class NotebookRecorder:
             self._meta = self.notebook.metadata["codeagent"]  # the node copies what it is given
         self.session_id: str = self._meta["session_id"]
         nbformat.validate(self.notebook)
-        remove_stale(self.path)
+        if self.path is not None:
+            remove_stale(self.path)
+        self._sections = HelperSections(self.notebook, lambda: max(len(self._meta["runs"]) - 1, 0))
 
     # -- the sink ---------------------------------------------------------------------------
 
@@ -158,8 +162,15 @@ class NotebookRecorder:
             return  # live display only: the finished tool call carries the outputs
         entry = scrub(event.to_dict())  # a scrubbed copy; the cells are made from it too
         event = ev.Event.from_dict(entry)
+        saves = event.type not in _NO_SAVE and not _mid_step(event)
         cell = None
         match event:
+            case ev.ChildEvent():
+                inner = event.inner()
+                if inner is None or inner.type in NOT_LOGGED:
+                    return
+                cell = self._sections.add(event, inner)
+                saves = inner.type not in _NO_SAVE and not _mid_step(inner)
             case ev.RunStarted():
                 cell = self._run_started(event)
             case ev.PlanUpdated():
@@ -177,7 +188,7 @@ class NotebookRecorder:
             case ev.CellDecision():
                 self._cell_decision(event)
         self._meta["events"].append(encode(entry, cell, self._meta["transcript"]))
-        if event.type not in _NO_SAVE and not _mid_step(event):
+        if saves:
             self.save()
 
     def save(self) -> None:
@@ -186,6 +197,8 @@ class NotebookRecorder:
         Cells are validated when added and serialised once (``nbtext``), so a save costs
         about the size of the session metadata, not of all outputs so far.
         """
+        if self.path is None:
+            return
         text = self._text.text(self.notebook)
         write_atomic(self.path, text)
         if self.on_saved is not None:
@@ -298,6 +311,8 @@ class NotebookRecorder:
     def _find(self, ident: str) -> Any:
         """The latest cell with this tool call id (ids may repeat across runs) or cell id."""
         for cell in reversed(self.notebook.cells):
+            if is_helper_cell(cell):
+                continue
             if cell.id == ident or cell.metadata.get("codeagent", {}).get("tool_call_id") == ident:
                 return cell
         return None

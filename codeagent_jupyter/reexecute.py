@@ -57,6 +57,8 @@ async def reexecute(notebook: Any, sandbox: SandboxPort) -> list[CellCheck]:
         if cell.get("cell_type") != "code":
             continue
         meta = cell.get("metadata", {}).get("codeagent", {})
+        if meta.get("child"):
+            continue  # a helper's cell: it ran in the helper's own sandbox and workspace
         result = await sandbox.execute(_text(cell.get("source", "")))
         if meta.get("tool") == "write_file":
             continue  # it recreates a file later cells read; its own output is not recorded

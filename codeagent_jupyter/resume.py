@@ -152,7 +152,7 @@ def _steps(nb: Any) -> list[tuple[int, int]]:
     found = set()
     for cell in nb.cells:
         meta = cell.metadata.get("codeagent", {})
-        if isinstance(meta.get("step"), int):
+        if isinstance(meta.get("step"), int) and not meta.get("child"):
             found.add((int(meta.get("run", 0)), meta["step"]))
     for entry in nb.metadata["codeagent"].get("snapshots", []):
         if entry.get("step"):
@@ -163,7 +163,10 @@ def _steps(nb: Any) -> list[tuple[int, int]]:
 def _rerun(cell: Any) -> bool:
     meta = cell.metadata.get("codeagent", {})
     return (
-        cell.cell_type == "code" and meta.get("tool") in CODE_TOOLS and meta.get("status") == "ok"
+        cell.cell_type == "code"
+        and meta.get("tool") in CODE_TOOLS
+        and meta.get("status") == "ok"
+        and not meta.get("child")  # a helper's cell ran in the helper's own sandbox
     )
 
 

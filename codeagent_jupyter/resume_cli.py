@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from . import events as ev
+from .cli_session import add_delegate
 from .config import AgentConfig, SandboxLimits
 from .errors import ConfigError
 
@@ -45,13 +46,14 @@ def add_parser(sub: Any, positive_int: Any, add_isolation: Any, add_hooks: Any) 
     )
     add_isolation(resume)
     add_hooks(resume)
+    add_delegate(resume)
 
 
 async def run(args: argparse.Namespace) -> int:
     from . import cli, cli_args
     from .agent import build_agent
     from .bus import EventBus
-    from .cli_session import hook_chain, snapshot_sink
+    from .cli_session import hook_chain, snapshot_sink, with_delegate
     from .models.openai_chat import OpenAIChatModel, resolve_settings
     from .printer import ProgressPrinter
     from .recorder import NotebookRecorder
@@ -103,6 +105,13 @@ async def run(args: argparse.Namespace) -> int:
             bus.next_seq = todo.last_seq + 1
         bus.publish(ev.SessionRestored, **rebuilt.event_fields())
         loop = build_agent(model, sandbox, bus, AgentConfig(max_steps=args.max_steps))
+
+        def child_sandbox(path: Path) -> Any:
+            return Sandbox(workdir=path, limits=sandbox.limits, allow_unconfined=unconfined)
+
+        loop = with_delegate(
+            loop, args.delegate, model, workdir, child_sandbox, earlier=recorder.notebook
+        )
         loop.messages += todo.messages
         loop.messages.append({"role": "user", "content": rebuilt.note_for_model()})
         loop.run_index = len(meta.get("runs", []))

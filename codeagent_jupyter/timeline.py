@@ -108,10 +108,28 @@ class ToolItem:
     arguments: Any
     status: str = RUNNING
     result: str = ""
+    helpers: tuple[HelperGroup, ...] = ()
+    """A ``delegate`` call's helpers, each with the state its own events fold to."""
 
     @property
     def finished(self) -> bool:
         return self.status != RUNNING
+
+
+@dataclass(frozen=True)
+class HelperGroup:
+    """One helper of a ``delegate`` call: its label (``"1-2"``), task and folded events."""
+
+    child: str
+    task: str
+    state: SessionState
+
+    @property
+    def title(self) -> str:
+        """``Helper 1-2: <task> · <status>``, one line (the panel's group header)."""
+        task = " ".join(self.task.split())
+        task = task if len(task) <= 80 else task[:79] + "…"
+        return f"Helper {self.child}: {task} · {self.state.status}"
 
 
 @dataclass(frozen=True)

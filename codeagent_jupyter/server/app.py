@@ -164,6 +164,21 @@ class CodeAgent(Configurable):
     hook_timeout = Float(
         5.0, config=True, help="Seconds one hook call may take; past it the call is denied."
     )
+    delegate_max_per_call = Int(
+        0,
+        config=True,
+        help="Offer the model the delegate tool: at most this many helper agents per call, "
+        "each in a sandbox of its own with the session's limits (0: no delegate tool).",
+    )
+    delegate_max_total = Int(
+        6, config=True, help="Helper agents one session may start in all (delegate tool)."
+    )
+    delegate_max_steps = Int(
+        10,
+        config=True,
+        help="Model calls one helper agent may make at most (less when the session's own "
+        "budget left is smaller: helpers share it).",
+    )
     max_sessions_per_user = Int(
         4,
         config=True,
@@ -219,6 +234,12 @@ class CodeAgent(Configurable):
     def _check_limits(self, proposal: dict[str, Any]) -> dict[str, Any]:
         SandboxLimits.from_dict(proposal["value"])  # raises with a one-line message
         return proposal["value"]
+
+    @validate("delegate_max_per_call", "delegate_max_total", "delegate_max_steps")
+    def _check_not_negative(self, proposal: dict[str, Any]) -> int:
+        if proposal["value"] < 0:
+            raise ValueError(f"{proposal['trait'].name} must not be negative")
+        return int(proposal["value"])
 
     @validate("max_prompt_chars", "max_steps", "result_chars")
     def _check_positive(self, proposal: dict[str, Any]) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 from ..config import SandboxLimits
 from ..sandbox import report
 from ..sandbox.demand import ceiling
+from .delegation import offer_helpers
 from .errors import ApiError
 from .models import ModelRegistry
 from .policy import Caller, check_max_steps, check_text, session_limits
@@ -248,6 +249,9 @@ class SessionManager:
                     preloaded=getattr(sandbox, "preloaded", None),
                 ),
                 notebook_cells=cells_of(notebook),
+            )
+            loop = offer_helpers(
+                self, session, loop, workdir=workdir, limits=chosen_limits, recorder=recorder
             )
             attach_hooks(self, session, loop)
         except BaseException:

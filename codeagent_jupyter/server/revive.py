@@ -95,6 +95,7 @@ async def revive(
     """Resume ``parent`` (or fork it after ``step``) and start the run of ``prompt``."""
     from ..agent import build_agent
     from ..recorder import NotebookRecorder
+    from .delegation import offer_helpers
 
     check_text(prompt, manager.settings.max_prompt_chars, "the message")
     if parent.running or (not fork and not parent.closed):
@@ -155,6 +156,9 @@ async def revive(
         config.extra_context.update({"owner": parent.owner, "notebook_path": parent.notebook_path})
         loop = build_agent(
             model, sandbox, session.bus, config, workdir=workdir, approver=session.approve
+        )
+        loop = offer_helpers(
+            manager, session, loop, workdir=workdir, limits=limits, recorder=recorder
         )
         loop.messages += todo.messages
         loop.messages.append({"role": "user", "content": rebuilt.note_for_model()})

@@ -97,6 +97,20 @@ class SandboxSupply:
         self.enforcement = dict(sandbox.enforcement)
         return sandbox
 
+    async def get_fresh(self, owner: str, workdir: Path, limits: SandboxLimits) -> Any:
+        """A newly started sandbox in ``workdir`` (a helper agent's private folder): never
+        the owner's warm one (which stays held for their next session) nor a pooled one
+        (those work in the server root)."""
+        if self._closed:
+            raise ApiError(503, "the server is shutting down")
+        try:
+            sandbox = self.backend.create(workdir, limits, owner)
+            await sandbox.start()
+        except Exception as e:
+            self.log.exception("codeagent: cannot start a sandbox")
+            raise ApiError(503, f"cannot start a sandbox kernel: {e}") from e
+        return sandbox
+
     async def _get(self, owner: str, workdir: Path, limits: SandboxLimits) -> Any:
         if self._closed:
             raise RuntimeError("the server is shutting down")

@@ -178,4 +178,8 @@ _VIEWS: dict[type, type[ItemView]] = {
 
 
 def make_view(item: Item, panel: Any) -> ItemView:
+    if isinstance(item, ToolItem) and item.name == "delegate":
+        from .helpers_view import DelegateView  # its helpers, as collapsible groups
+
+        return DelegateView(item, panel)
     return _VIEWS[type(item)](item, panel)

@@ -82,6 +82,14 @@ def one_of_each() -> list[ev.Event]:
         ev.AssistantMessage(step=2, message={"role": "assistant", "content": "Done."}),
         ev.RunFinished(status=ev.ANSWERED, answer="Done.", steps=2, usage={"total_tokens": 7}),
         ev.CellDecision(cell_id="c1", accepted=True),
+        ev.ChildEvent(
+            parent_tool_call_id="c9",
+            child="1-1",
+            task="t",
+            event=ev.ToolCallFinished(
+                step=1, tool_call_id="c1", name="run_cell", code=code, outputs=cell
+            ).to_dict(),
+        ),
         ev.SessionRestored(
             from_step=2,
             cells_rerun=3,

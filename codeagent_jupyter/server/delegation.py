@@ -1,0 +1,59 @@
+"""The ``delegate`` tool on the server: helper agents in sandboxes from the server's supply.
+
+Off unless the administrator sets ``c.CodeAgent.delegate_max_per_call``. A helper's sandbox
+is started fresh by the supply's backend (``SandboxSupply.get_fresh``: the user's warm
+sandbox stays theirs) with the session's limits, never more. Its events go out on the
+session's stream under the ``delegate`` call, its cells become a section of the session's
+notebook, and the session's tool hooks apply to its calls. Cancelling, pausing or closing
+the session cancels the call, which shuts every helper's sandbox down before the run ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from ..config import SandboxLimits
+from ..delegate import DelegateSettings, Delegator, offer_delegate
+from ..errors import SandboxError
+from .session import AgentSession
+from .supply import shutdown_quietly
+
+
+def offer_helpers(
+    manager: Any,
+    session: AgentSession,
+    loop: Any,
+    *,
+    workdir: Path,
+    limits: SandboxLimits,
+    recorder: Any,
+) -> Any:
+    """``loop`` with the ``delegate`` tool when the administrator enabled it, else ``loop``."""
+    from .revive import store_of
+
+    settings = manager.settings
+    if settings.delegate_max_per_call <= 0:
+        return loop
+
+    @contextlib.asynccontextmanager
+    async def helper_sandbox(path: Path) -> AsyncIterator[Any]:
+        if session.closed:
+            raise SandboxError("the session was closed")
+        sandbox = await manager.supply.get_fresh(session.owner, path, limits)
+        try:
+            yield sandbox
+        finally:
+            await shutdown_quietly(sandbox)
+
+    caps = DelegateSettings(
+        max_per_call=settings.delegate_max_per_call,
+        max_total=settings.delegate_max_total,
+        child_max_steps=settings.delegate_max_steps,
+    )
+    notebooks = manager.sessions_dir / "helpers" / session.id
+    delegator = Delegator(loop.model, workdir, helper_sandbox, store_of(manager), notebooks, caps)
+    delegator.count_earlier(recorder.notebook)
+    return offer_delegate(loop, delegator)
