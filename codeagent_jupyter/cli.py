@@ -181,7 +181,9 @@ async def _run(args: argparse.Namespace) -> int:
         def child_sandbox(path: Path) -> Any:
             return make_sandbox(args, path, limits)
 
-        loop = with_delegate(loop, args.delegate, model, workdir, child_sandbox)
+        loop = with_delegate(
+            loop, args.delegate, model, workdir, child_sandbox, session_id=recorder.session_id
+        )
         loop.runner.hooks = hooks
         try:
             finished = await _drive(loop, [args.prompt])

@@ -57,12 +57,18 @@ def add_delegate(parser: argparse.ArgumentParser) -> None:
 
 
 def with_delegate(
-    loop: Any, count: int, model: Any, workdir: Path, make_sandbox: Any, earlier: Any = None
+    loop: Any,
+    count: int,
+    model: Any,
+    workdir: Path,
+    make_sandbox: Any,
+    earlier: Any = None,
+    session_id: str = "",
 ) -> Any:
     """``loop`` with the ``delegate`` tool added (a new loop on the same bus, sandbox and
-    settings; children record to .codeagent/delegates/ and use the parent's tool hooks), or
-    ``loop`` when ``count`` is 0. ``earlier``: the notebook of a resumed session, whose
-    helpers the new ones are numbered after."""
+    settings; children record to .codeagent/delegates/<session_id>/ and use the parent's tool
+    hooks), or ``loop`` when ``count`` is 0. ``earlier``: the notebook of a resumed session,
+    whose helpers the new ones are numbered after."""
     if count <= 0:
         return loop
     from .delegate import DelegateSettings, Delegator, offer_delegate
@@ -70,7 +76,7 @@ def with_delegate(
 
     settings = DelegateSettings(max_per_call=count, max_total=count * 2)
     store = SnapshotStore.for_workspace(workdir)
-    notebooks = workdir / ".codeagent" / "delegates"
+    notebooks = workdir / ".codeagent" / "delegates" / session_id
     delegator = Delegator(model, workdir, make_sandbox, store, notebooks, settings)
     if earlier is not None:
         delegator.count_earlier(earlier)

@@ -161,6 +161,10 @@ class Delegator:
             raise ToolArgumentError(f"only {left} more helper(s) may be started in this session")
         self.started += len(tasks)
         self.calls += 1
+        for _ in range(1000):  # a fork's restored workspace may hold helpers' folders already
+            if not any((self.workdir / "delegates").glob(f"{self.calls}-*")):
+                break
+            self.calls += 1
         seed = self.store.capture(self.workdir).id
         t0 = time.monotonic()
         call_id = self._call_id

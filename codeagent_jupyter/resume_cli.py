@@ -110,7 +110,13 @@ async def run(args: argparse.Namespace) -> int:
             return Sandbox(workdir=path, limits=sandbox.limits, allow_unconfined=unconfined)
 
         loop = with_delegate(
-            loop, args.delegate, model, workdir, child_sandbox, earlier=recorder.notebook
+            loop,
+            args.delegate,
+            model,
+            workdir,
+            child_sandbox,
+            earlier=recorder.notebook,
+            session_id=recorder.session_id,
         )
         loop.messages += todo.messages
         loop.messages.append({"role": "user", "content": rebuilt.note_for_model()})

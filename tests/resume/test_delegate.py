@@ -18,16 +18,16 @@ from tests.server.helpers import processes_in
 TASKS = ["helper task A", "helper task B", "helper task C"]
 
 
-def _responder(sleep: float) -> Any:
+def _responder(sleep: float, tasks: list[str] = TASKS) -> Any:
     """Stateless: the parent delegates, each helper writes its file, then everyone answers."""
 
     def respond(messages: list[dict[str, Any]]) -> dict[str, Any]:
         first = next(m["content"] for m in messages if m["role"] == "user")
         answered = sum(m["role"] == "assistant" for m in messages)
-        helper = next((t for t in TASKS if first.endswith(t)), None)
+        helper = next((t for t in tasks if first.endswith(t)), None)
         if helper is None:
             if answered == 0:
-                return tool_calls(("delegate", {"tasks": TASKS}))
+                return tool_calls(("delegate", {"tasks": tasks}))
             return text("all helpers done")
         letter = helper[-1]
         if answered == 0:
@@ -59,8 +59,21 @@ def test_three_helpers_run_at_once_and_bring_their_files_back(scripted_model, tm
         assert helpers[i - 1]["files"] == [f"delegates/1-{i}/{letter}.txt"]
         assert (ws / "delegates" / f"1-{i}" / f"{letter}.txt").read_text() == letter
     assert not (ws / "A.txt").exists()  # helpers work on copies, not the parent's files
-    assert len(list((ws / ".codeagent" / "delegates").glob("*.ipynb"))) == 3
+    assert len(list((ws / ".codeagent" / "delegates").glob("*/*.ipynb"))) == 3
     assert "delegate" in json.dumps(scripted_model.requests[0]["tools"])
+
+
+def test_a_later_session_does_not_overwrite_earlier_helpers(scripted_model, tmp_path: Path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    scripted_model.set_script(_responder(sleep=0, tasks=["helper task A"]))
+    args = ("run", "split the work", "--model", "m", "--base-url", scripted_model.url)
+    for _ in range(2):  # e.g. a fork: its workspace holds the parent's delegates/ already
+        result = codeagent(*args, "--workdir", str(ws), "--delegate", "1", timeout=240)
+        assert result.returncode == 0, result.stderr
+    assert sorted(p.parent.name for p in (ws / "delegates").glob("*/A.txt")) == ["1-1", "2-1"]
+    notebooks = sorted((ws / ".codeagent" / "delegates").glob("*/*.ipynb"))
+    assert len(notebooks) == 2 and notebooks[0].parent != notebooks[1].parent  # per session
 
 
 def test_too_many_tasks_is_a_refusal_the_model_sees(scripted_model, tmp_path: Path):

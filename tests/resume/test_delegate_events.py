@@ -104,7 +104,7 @@ def test_helpers_are_sections_of_the_parent_notebook(scripted_model: Any, tmp_pa
     transcript = nb.metadata["codeagent"]["transcript"]
     assert sum(len(run) for run in transcript) == 2  # the delegate call and the answer
     # Helpers keep their own notebooks too.
-    assert len(list((tmp_path / "ws" / ".codeagent" / "delegates").glob("*.ipynb"))) == 2
+    assert len(list((tmp_path / "ws" / ".codeagent" / "delegates").glob("*/*.ipynb"))) == 2
     # Their cells ran in the helpers' sandboxes: re-running the session leaves them alone.
     ws = str(tmp_path / "ws")
     checked = codeagent("replay", str(out), "--workdir", ws)
