@@ -2,8 +2,9 @@
 
 Starts a real ``jupyter-kernelgateway`` on 127.0.0.1 (as the tests do) offering the
 ``codeagent-sandbox`` spec, then times, for each backend: a cold start, a warm pool
-hand-out, the ``1+1`` round trip, and the client CPU spent per second of a sleeping cell's
-wall time (what waiting costs the server).
+hand-out, the ``1+1`` round trip, the client CPU spent per second of a sleeping cell's
+wall time (what waiting costs the server), and how long after a kernel is killed mid-cell
+its ``died`` result arrives (the gateway runs with its default restarter settings).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from codeagent_jupyter.sandbox import SandboxLimits, SandboxPool
 from codeagent_jupyter.sandbox.backend import make_backend
 from tests.gateway.conftest import start_gateway, stop_gateway
 
-LIMITS = SandboxLimits(memory_mb=1024, cell_timeout=30)
+LIMITS = SandboxLimits(memory_mb=1024, cell_timeout=90)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -30,7 +31,9 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def measure(backend: Any, workdir: Path, cold: int, acquire: int, cells: int) -> dict:
+async def measure(
+    backend: Any, workdir: Path, cold: int, acquire: int, cells: int, deaths: int = 5
+) -> dict:
     starts = []
     for _ in range(cold):
         box = backend.create(workdir, LIMITS)
@@ -64,7 +67,33 @@ async def measure(backend: Any, workdir: Path, cold: int, acquire: int, cells: i
         for _ in range(3):
             await box.execute("import time; time.sleep(3)")
         cpu_share = (time.process_time() - cpu0) / (time.perf_counter() - wall0)
-    return {"start": starts, "acquire": hand_outs, "execute": trips, "cpu": cpu_share}
+        detections = [await detect_death(box) for _ in range(deaths)]
+    return {
+        "start": starts,
+        "acquire": hand_outs,
+        "execute": trips,
+        "cpu": cpu_share,
+        "died": detections,
+    }
+
+
+KILL = (
+    "import os, time, threading\n"
+    "threading.Timer(0.3, lambda: (print(time.time(), flush=True), os.kill(os.getpid(), 9)))"
+    ".start()\n"
+    "time.sleep(60)"
+)
+"""A cell killed mid-sleep; it prints the wall-clock time of the kill first."""
+
+
+async def detect_death(box: Any) -> float:
+    """Seconds from the kill (inside the kernel) to the ``died`` result here."""
+    result = await box.execute(KILL)
+    arrived = time.time()
+    assert result.status == "died", result
+    killed = float(result.text.split()[0])
+    await box.execute("1")  # wait for the replacement kernel
+    return arrived - killed
 
 
 async def gateway_table(cold: int = 3, acquire: int = 5, cells: int = 200) -> None:
@@ -85,6 +114,7 @@ async def gateway_table(cold: int = 3, acquire: int = 5, cells: int = 200) -> No
         ("start", "cold start"),
         ("acquire", "pool.acquire() (warm)"),
         ("execute", "execute 1+1"),
+        ("died", "kernel killed mid-cell -> died result"),
     ):
         a, b = local[key], remote[key]
         print(

@@ -1,12 +1,11 @@
 """How a gateway sandbox waits for one cell: reply and idle, timeout ladder, death, loss.
 
 A cell is complete when both its ``execute_reply`` and its ``status: idle`` have arrived
-(output can follow the reply). A kernel died when the gateway says so (its restarter checks
-the kernel process every ``KernelRestarter.time_to_dead`` seconds, then announces the
-restart on the socket): that is certain, where an unanswered ``kernel_info`` is not (a cell
-holding the GIL in C code, a long regex or a pandas operation, cannot answer either). A
-closed socket is reconnected once; if that fails the gateway is unreachable. Each way out
-is an ``ExecResult``, never an exception.
+(output can follow the reply). A kernel died when ``gateway_watch`` finds it gone (within
+about 1.5 s) or the gateway announces its restart, whichever comes first; the ``died``
+result is returned at once and a fresh kernel starts in the background (the next cell waits
+for it). A closed socket is reconnected once; if that fails the gateway is unreachable.
+Each way out is an ``ExecResult``, never an exception.
 """
 
 from __future__ import annotations
@@ -16,8 +15,8 @@ import contextlib
 import time
 from typing import Any
 
-from ..errors import SandboxError
 from ..protocols import ExecResult
+from .gateway_watch import watch
 from .gateway_wire import CLOSED, GatewayError
 from .outputs import OutputCollector, render_text
 
@@ -27,6 +26,25 @@ TICK_S = 0.5
 
 
 async def collect(
+    box: Any,
+    queue: asyncio.Queue[dict[str, Any]],
+    collector: OutputCollector,
+    start: float,
+    timeout: float | None,
+    notes: list[str],
+) -> tuple[ExecResult, dict[str, Any]]:
+    stop = asyncio.Event()
+    watcher = asyncio.ensure_future(watch(box.wire, queue, stop))
+    try:
+        return await _collect(box, queue, collector, start, timeout, notes)
+    finally:
+        stop.set()
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
+
+
+async def _collect(
     box: Any,
     queue: asyncio.Queue[dict[str, Any]],
     collector: OutputCollector,
@@ -46,9 +64,9 @@ async def collect(
         elif interrupted_at is not None and now - interrupted_at >= box.interrupt_grace:
             notes.append(
                 f"interrupted after {timeout:g} s (cell_timeout); it did not stop within "
-                f"{box.interrupt_grace:g} s, so the kernel was restarted; state lost"
+                f"{box.interrupt_grace:g} s, so the kernel is replaced; state lost"
             )
-            return await _replace(box, "timeout", collector, start, count, notes), {}
+            return _replace(box, "timeout", collector, start, count, notes), {}
         try:
             msg = await asyncio.wait_for(queue.get(), TICK_S)
         except asyncio.TimeoutError:
@@ -63,9 +81,10 @@ async def collect(
         if msg is CLOSED:
             notes.append(f"{UNREACHABLE} at {box.wire.url}")
             return result(box.text_limit, "died", collector, start, count, notes), {}
-        if msg.get("gone"):
-            notes.append("kernel died (the gateway restarted it); replaced; state lost")
-            return await _replace(box, "died", collector, start, count, notes), {}
+        if msg.get("dead") or msg.get("gone"):
+            notes.append(msg.get("dead") or "kernel died (the gateway announced its restart)")
+            notes.append("a fresh kernel replaces it; state lost")
+            return _replace(box, "died", collector, start, count, notes), {}
         kind = msg["header"]["msg_type"]
         if msg.get("channel") == "shell" and kind == "execute_reply":
             reply = msg
@@ -86,15 +105,12 @@ async def collect(
     return result(box.text_limit, status, collector, start, count, notes), exprs
 
 
-async def _replace(
+def _replace(
     box: Any, status: str, collector: OutputCollector, start: float, count: Any, notes: list[str]
 ) -> ExecResult:
-    end = time.monotonic()
-    try:
-        await box.restart()
-    except (GatewayError, SandboxError) as e:
-        notes.append(f"could not start a new kernel: {e}")
-    return result(box.text_limit, status, collector, start, count, notes, end)
+    """The result now; the kernel is replaced in the background (``replace_soon``)."""
+    box.replace_soon()
+    return result(box.text_limit, status, collector, start, count, notes)
 
 
 def result(
