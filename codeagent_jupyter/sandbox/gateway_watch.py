@@ -39,32 +39,31 @@ async def watch(
 ) -> None:
     """Put ``{"dead": reason}`` into the cell's queue once the kernel is known to be gone.
 
-    Runs until ``stop`` is set (the cell is over; checked every ``PROBE_S``, because on
-    Python 3.10/3.11 ``asyncio.wait_for`` can swallow a cancellation that races a reply).
-    A closed socket is not this watcher's concern: the cell sees ``CLOSED`` itself and
-    reconnects; probes resume on the new socket.
+    Started ``PROBE_S`` into a cell (shorter cells need no watcher). Runs until ``stop`` is
+    set (the cell is over; checked every ``PROBE_S``, because on Python 3.10/3.11
+    ``asyncio.wait_for`` can swallow a cancellation that races a reply). A closed socket is
+    not this watcher's concern: the cell sees ``CLOSED`` itself and reconnects; probes
+    resume on the new socket.
     """
     replies: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
     outstanding: set[str] = set()
     answered = time.monotonic()
     try:
         while not stop.is_set():
-            # Wait first: a cell that ends within PROBE_S (most do) costs no probe at all.
-            if await _answer(replies, outstanding, wire, PROBE_S):
-                answered = time.monotonic()
-            if stop.is_set():
-                return
-            if time.monotonic() - answered >= GRACE_S:
-                alive = await wire.kernel_alive(CONFIRM_S)
-                if alive is False and not await _answer(replies, outstanding, wire, 0):
-                    cell.put_nowait({"dead": _REASON})
-                    return
-                answered = time.monotonic()  # alive, or the gateway cannot tell: keep asking
             if len(outstanding) < MAX_OUTSTANDING:
                 try:
                     outstanding.add(wire.post("control", "kernel_info_request", {}, replies))
                 except GatewayError:
                     answered = time.monotonic()  # no socket: nothing to conclude yet
+            if await _answer(replies, outstanding, wire, PROBE_S):
+                answered = time.monotonic()
+            if stop.is_set() or time.monotonic() - answered < GRACE_S:
+                continue
+            alive = await wire.kernel_alive(CONFIRM_S)
+            if alive is False and not await _answer(replies, outstanding, wire, 0):
+                cell.put_nowait({"dead": _REASON})
+                return
+            answered = time.monotonic()  # alive, or the gateway cannot tell: keep asking
     finally:
         for msg_id in outstanding:
             wire.forget_id(msg_id)

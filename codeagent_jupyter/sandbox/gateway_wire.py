@@ -1,10 +1,12 @@
 """The kernels REST + WebSocket protocol of a Jupyter kernel gateway, spoken directly.
 
 Kernel Gateway and Enterprise Gateway both serve ``/api/kernels`` (start, interrupt,
-delete) and ``/api/kernels/{id}/channels`` (one WebSocket carrying every channel as JSON).
+delete) and ``/api/kernels/{id}/channels`` (one WebSocket carrying every channel).
 jupyter_client's gateway client polls in a loop and drops the token on the socket; this
 module instead reads the socket in one task and routes each message to the request that
 caused it, so waiting costs no CPU and every request carries ``Authorization: token …``.
+
+The socket asks for the binary subprotocol (``gateway_frames``), falling back to JSON.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 from tornado.websocket import WebSocketClientConnection, WebSocketClosedError, websocket_connect
+
+from .gateway_frames import V1, decode, encode
 
 CLOSED = {"closed": True}
 """Put in every waiting queue when the socket goes away (the gateway or the kernel left)."""
@@ -37,7 +41,9 @@ class GatewayError(Exception):
 class GatewayWire:
     """REST calls and one WebSocket to one kernel on a gateway."""
 
-    def __init__(self, url: str, token: str = "", request_timeout: float = 30.0) -> None:
+    def __init__(
+        self, url: str, token: str = "", request_timeout: float = 30.0, binary: bool = True
+    ) -> None:
         self.url = url.rstrip("/")
         self.ws_url = "ws" + self.url[4:] if self.url.startswith("http") else self.url
         self.token = token
@@ -47,6 +53,10 @@ class GatewayWire:
         self._ws: WebSocketClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
         self._waiting: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+        self.binary = binary
+        """Ask for the ``V1`` subprotocol (False: the legacy JSON protocol)."""
+        self.protocol = ""
+        """The subprotocol the gateway chose for the open socket ("" for legacy JSON)."""
         self.kernel_gone = asyncio.Event()
         """Set when the gateway says the kernel is restarting or dead (it died under us)."""
 
@@ -100,9 +110,14 @@ class GatewayWire:
             request_timeout=timeout,
         )
         try:
-            self._ws = await websocket_connect(request, max_message_size=256 * 1024 * 1024)
+            self._ws = await websocket_connect(
+                request,
+                max_message_size=256 * 1024 * 1024,
+                subprotocols=[V1] if self.binary else None,
+            )
         except (OSError, HTTPClientError, asyncio.TimeoutError) as e:
             raise GatewayError(f"gateway unreachable at {self.url}: {e}") from e
+        self.protocol = self._ws.selected_subprotocol or ""
         self._ws.stream.set_nodelay(True)
         self._reader = asyncio.get_running_loop().create_task(self._read(self._ws))
 
@@ -116,11 +131,8 @@ class GatewayWire:
             if raw is None:
                 break
             _quick_ack(ws)
-            if isinstance(raw, bytes):
-                continue  # binary frames carry buffers (widgets); not part of a cell's text
-            try:
-                msg = json.loads(raw)
-            except ValueError:
+            msg = decode(raw, self.protocol)
+            if msg is None:
                 continue
             parent = (msg.get("parent_header") or {}).get("msg_id")
             queue = self._waiting.get(parent) if parent else None
@@ -158,16 +170,10 @@ class GatewayWire:
             "date": datetime.now(timezone.utc).isoformat(),
             "version": "5.3",
         }
-        msg = {
-            "header": header,
-            "parent_header": {},
-            "metadata": {},
-            "content": content,
-            "channel": channel,
-            "buffers": [],
-        }
+        msg = {"header": header, "parent_header": {}, "metadata": {}, "content": content}
+        frame = encode(msg, channel, self.protocol)
         try:
-            self._ws.write_message(json.dumps(msg))
+            self._ws.write_message(frame, binary=isinstance(frame, bytes))
         except WebSocketClosedError:  # closed under us; the reader has not seen it yet
             self._waiting.pop(msg_id, None)
             raise GatewayError(f"gateway unreachable at {self.url}: the socket closed") from None
