@@ -26,7 +26,7 @@ from .gateway_wire import GatewayError, GatewayWire
 
 PROBE_S = 0.2
 """How often the control channel is asked while a cell runs."""
-GRACE_S = 0.5
+GRACE_S = 0.4
 """Silence on the control channel after which the process is checked through the gateway."""
 CONFIRM_S = 1.0
 """How long a second socket may take to open before the kernel is called dead."""
