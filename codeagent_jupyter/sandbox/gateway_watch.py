@@ -13,7 +13,9 @@ server behind every gateway (``jupyter_server``'s ``ZMQChannelsWebsocketConnecti
 only completes that handshake once ``kernel_manager.is_alive()`` (the process poll) is true
 and the kernel's first ``kernel_info`` is answered (cached from our own socket), so it opens
 in milliseconds for a live kernel however busy, and hangs for a dead one until the restarter
-has replaced it. A 404 says the kernel was deleted (culled).
+has replaced it. A 404 says the kernel was deleted (culled). Closing the probe costs the
+gateway nothing lasting: it buffers a kernel's output for replay only when its last
+connection closes, and the cell's own socket is still open.
 """
 
 from __future__ import annotations
