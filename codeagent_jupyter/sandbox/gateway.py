@@ -8,8 +8,9 @@ ceiling the operator set there (``CODEAGENT_SANDBOX_MAX_LIMITS``); ``limits`` an
 ``enforcement`` are what the launcher reports it applied, not what was asked for.
 
 A cell is complete when both its ``execute_reply`` and its ``status: idle`` have arrived;
-a kernel that dies under a cell is reported as ``died`` as soon as the gateway announces
-it, and a fresh kernel replaces it (see ``gateway_cell``).
+a kernel that dies under a cell is reported as ``died`` within about 1.5 s, whatever the
+gateway's restarter settings (see ``gateway_watch``), and a fresh kernel replaces it in the
+background: the next cell waits for it (see ``gateway_cell``).
 Restart is delete-then-start, so a kernel id is not stable across restarts.
 """
 
@@ -69,6 +70,8 @@ class GatewaySandbox(CellRunner):
         self._closed = True
         """Not started yet, or shut down by its owner: ``execute`` raises, as locally."""
         self._lock = asyncio.Lock()
+        self._replacing: asyncio.Future[None] | None = None
+        """A fresh kernel starting after a death or a stuck cell (``replace_soon``)."""
 
     async def __aenter__(self) -> GatewaySandbox:
         await self.start()
@@ -170,19 +173,41 @@ class GatewaySandbox(CellRunner):
 
     async def shutdown(self) -> None:
         """Delete the kernel on the gateway (a gateway already gone is no error)."""
+        await self._replaced()  # then its kernel is known, and deleted below
         self._started, self._closed = False, True
         await self.wire.delete_kernel()
 
     async def restart(self) -> None:
         """Replace the kernel with a fresh one (all state is lost; a new kernel id)."""
+        await self._replaced()
         await self.wire.delete_kernel()
         self._started = False
         await self.start()
+
+    def replace_soon(self) -> None:
+        """Replace the kernel in the background, so that a ``died`` result is returned at
+        once instead of after a kernel start; the next cell (or ``restart``/``shutdown``)
+        waits for it."""
+        if self._replacing is None:
+            self._started = False
+            self._replacing = asyncio.ensure_future(self._replace())
+
+    async def _replace(self) -> None:
+        await self.wire.delete_kernel()
+        await self.start()
+
+    async def _replaced(self) -> None:
+        """Wait for a background replacement; if it failed, the next cell starts again."""
+        task, self._replacing = self._replacing, None
+        if task is not None:
+            with contextlib.suppress(GatewayError, SandboxError):
+                await task
 
     async def _revive(self, notes: list[str]) -> bool:
         """Before a cell: reconnect a dropped socket, or replace a dead kernel."""
         if self._closed:
             raise SandboxError("sandbox is not started")
+        await self._replaced()
         if self._started and self.wire.connected and not self.wire.kernel_gone.is_set():
             return True
         try:
@@ -208,9 +233,10 @@ class GatewaySandbox(CellRunner):
         timeout: float | None = None,
     ) -> tuple[ExecResult, dict[str, Any]]:
         notes: list[str] = []
-        start = time.monotonic()
         collector = OutputCollector(self.limits.output_bytes, on_output)
-        if not await self._revive(notes):
+        revived = await self._revive(notes)
+        start = time.monotonic()  # a replacement kernel's start is not the cell's time
+        if not revived:
             return result(self.text_limit, "died", collector, start, None, notes), {}
         content = {
             "code": code,

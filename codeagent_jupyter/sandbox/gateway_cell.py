@@ -1,12 +1,11 @@
 """How a gateway sandbox waits for one cell: reply and idle, timeout ladder, death, loss.
 
 A cell is complete when both its ``execute_reply`` and its ``status: idle`` have arrived
-(output can follow the reply). A kernel died when the gateway says so (its restarter checks
-the kernel process every ``KernelRestarter.time_to_dead`` seconds, then announces the
-restart on the socket): that is certain, where an unanswered ``kernel_info`` is not (a cell
-holding the GIL in C code, a long regex or a pandas operation, cannot answer either). A
-closed socket is reconnected once; if that fails the gateway is unreachable. Each way out
-is an ``ExecResult``, never an exception.
+(output can follow the reply). A kernel died when ``gateway_watch`` finds it gone (within
+about 1.5 s) or the gateway announces its restart, whichever comes first; the ``died``
+result is returned at once and a fresh kernel starts in the background (the next cell waits
+for it). A closed socket is reconnected once; if that fails the gateway is unreachable.
+Each way out is an ``ExecResult``, never an exception.
 """
 
 from __future__ import annotations
@@ -16,17 +15,42 @@ import contextlib
 import time
 from typing import Any
 
-from ..errors import SandboxError
 from ..protocols import ExecResult
+from .gateway_watch import PROBE_S, watch
 from .gateway_wire import CLOSED, GatewayError
 from .outputs import OutputCollector, render_text
 
 UNREACHABLE = "gateway unreachable"
-TICK_S = 0.5
-"""How often the timeout ladder is checked while a cell is quiet."""
+TICK = {"tick": True}
+"""Put in a cell's queue when the next step of its timeout ladder is due."""
 
 
 async def collect(
+    box: Any,
+    queue: asyncio.Queue[dict[str, Any]],
+    collector: OutputCollector,
+    start: float,
+    timeout: float | None,
+    notes: list[str],
+) -> tuple[ExecResult, dict[str, Any]]:
+    stop = asyncio.Event()
+    watchers: list[asyncio.Future[None]] = []
+    # Most cells end before the first probe would be due: they start no watcher at all.
+    later = asyncio.get_running_loop().call_later(
+        PROBE_S, lambda: watchers.append(asyncio.ensure_future(watch(box.wire, queue, stop)))
+    )
+    try:
+        return await _collect(box, queue, collector, start, timeout, notes)
+    finally:
+        later.cancel()
+        stop.set()
+        for watcher in watchers:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+
+
+async def _collect(
     box: Any,
     queue: asyncio.Queue[dict[str, Any]],
     collector: OutputCollector,
@@ -38,63 +62,69 @@ async def collect(
     reply: dict[str, Any] | None = None
     idle, count, interrupted_at = False, None, None
     reconnected = False
-    while reply is None or not idle:
-        now = time.monotonic()
-        if interrupted_at is None and now - start >= timeout:
-            await box.interrupt()
-            interrupted_at = now
-        elif interrupted_at is not None and now - interrupted_at >= box.interrupt_grace:
-            notes.append(
-                f"interrupted after {timeout:g} s (cell_timeout); it did not stop within "
-                f"{box.interrupt_grace:g} s, so the kernel was restarted; state lost"
-            )
-            return await _replace(box, "timeout", collector, start, count, notes), {}
-        try:
-            msg = await asyncio.wait_for(queue.get(), TICK_S)
-        except asyncio.TimeoutError:
-            continue
-        if msg is CLOSED and not reconnected:
-            reconnected = True  # one reconnect: a dropped socket is not a dead kernel
-            with contextlib.suppress(GatewayError):
-                await box.wire.connect()
+    loop = asyncio.get_running_loop()
+    # The timeout ladder is woken by a timer, not by polling: a message costs one queue get.
+    timer = loop.call_at(start + timeout + 0.01, queue.put_nowait, TICK)
+    try:
+        while reply is None or not idle:
+            now = time.monotonic()
+            if interrupted_at is None and now - start >= timeout:
+                await box.interrupt()
+                interrupted_at = now
+            elif interrupted_at is not None and now - interrupted_at >= box.interrupt_grace:
+                notes.append(
+                    f"interrupted after {timeout:g} s (cell_timeout); it did not stop within "
+                    f"{box.interrupt_grace:g} s, so the kernel is replaced; state lost"
+                )
+                return _replace(box, "timeout", collector, start, count, notes), {}
+            msg = await queue.get()
+            if msg is TICK:  # re-armed for the next step of the ladder
+                due = start + timeout if interrupted_at is None else interrupted_at
+                due += 0 if interrupted_at is None else box.interrupt_grace
+                timer = loop.call_at(max(due, loop.time()) + 0.01, queue.put_nowait, TICK)
                 continue
-            notes.append(f"{UNREACHABLE} at {box.wire.url}")
-            return result(box.text_limit, "died", collector, start, count, notes), {}
-        if msg is CLOSED:
-            notes.append(f"{UNREACHABLE} at {box.wire.url}")
-            return result(box.text_limit, "died", collector, start, count, notes), {}
-        if msg.get("gone"):
-            notes.append("kernel died (the gateway restarted it); replaced; state lost")
-            return await _replace(box, "died", collector, start, count, notes), {}
-        kind = msg["header"]["msg_type"]
-        if msg.get("channel") == "shell" and kind == "execute_reply":
-            reply = msg
-        elif kind == "status":
-            idle = idle or msg["content"].get("execution_state") == "idle"
-        elif kind == "execute_input":
-            count = msg["content"].get("execution_count")
+            if msg is CLOSED and not reconnected:
+                reconnected = True  # one reconnect: a dropped socket is not a dead kernel
+                with contextlib.suppress(GatewayError):
+                    await box.wire.connect()
+                    continue
+                notes.append(f"{UNREACHABLE} at {box.wire.url}")
+                return result(box.text_limit, "died", collector, start, count, notes), {}
+            if msg is CLOSED:
+                notes.append(f"{UNREACHABLE} at {box.wire.url}")
+                return result(box.text_limit, "died", collector, start, count, notes), {}
+            if msg.get("dead") or msg.get("gone"):
+                notes.append(msg.get("dead") or "kernel died (the gateway announced its restart)")
+                notes.append("a fresh kernel replaces it; state lost")
+                return _replace(box, "died", collector, start, count, notes), {}
+            kind = msg["header"]["msg_type"]
+            if msg.get("channel") == "shell" and kind == "execute_reply":
+                reply = msg
+            elif kind == "status":
+                idle = idle or msg["content"].get("execution_state") == "idle"
+            elif kind == "execute_input":
+                count = msg["content"].get("execution_count")
+            else:
+                collector.add(msg)
+        reply_content = reply["content"]
+        count = reply_content.get("execution_count", count)
+        if interrupted_at is not None:
+            notes.append(f"interrupted after {timeout:g} s (cell_timeout); state kept")
+            status = "timeout"
         else:
-            collector.add(msg)
-    reply_content = reply["content"]
-    count = reply_content.get("execution_count", count)
-    if interrupted_at is not None:
-        notes.append(f"interrupted after {timeout:g} s (cell_timeout); state kept")
-        status = "timeout"
-    else:
-        status = "ok" if reply_content.get("status") == "ok" else "error"
-    exprs = reply_content.get("user_expressions") or {}
-    return result(box.text_limit, status, collector, start, count, notes), exprs
+            status = "ok" if reply_content.get("status") == "ok" else "error"
+        exprs = reply_content.get("user_expressions") or {}
+        return result(box.text_limit, status, collector, start, count, notes), exprs
+    finally:
+        timer.cancel()
 
 
-async def _replace(
+def _replace(
     box: Any, status: str, collector: OutputCollector, start: float, count: Any, notes: list[str]
 ) -> ExecResult:
-    end = time.monotonic()
-    try:
-        await box.restart()
-    except (GatewayError, SandboxError) as e:
-        notes.append(f"could not start a new kernel: {e}")
-    return result(box.text_limit, status, collector, start, count, notes, end)
+    """The result now; the kernel is replaced in the background (``replace_soon``)."""
+    box.replace_soon()
+    return result(box.text_limit, status, collector, start, count, notes)
 
 
 def result(

@@ -82,7 +82,6 @@ def start_gateway(tmp: Path, *extra: str, token: str = GATEWAY_TOKEN) -> Gateway
         f"--KernelGatewayApp.port={port}",
         f"--KernelGatewayApp.auth_token={token}",
         "--JupyterWebsocketPersonality.list_kernels=True",
-        "--KernelRestarter.time_to_dead=1",  # a dead kernel is announced within a second
         *extra,
     ]
     with log.open("wb") as out:
