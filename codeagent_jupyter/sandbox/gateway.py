@@ -28,7 +28,7 @@ from ..errors import ConfigError, SandboxError
 from ..protocols import ExecResult, OutputCallback
 from .cells import CellRunner
 from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV
-from .gateway_cell import UNREACHABLE, collect, result
+from .gateway_cell import UNREACHABLE, collect, result, watching
 from .gateway_wire import CLOSED, GatewayError, GatewayWire
 from .messages import ENFORCED_BY_CLIENT, ENFORCEMENT_EXPR, parse_enforcement
 from .outputs import TEXT_LIMIT, OutputCollector
@@ -253,7 +253,8 @@ class GatewaySandbox(CellRunner):
                 self.text_limit, "died", collector, start, None, [f"{UNREACHABLE}: {e}"]
             ), {}
         try:
-            return await collect(self, queue, collector, start, timeout, notes)
+            async with watching(self, queue):
+                return await collect(self, queue, collector, start, timeout, notes)
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 await self.interrupt()

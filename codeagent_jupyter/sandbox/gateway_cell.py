@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from ..protocols import ExecResult
@@ -25,14 +26,9 @@ TICK = {"tick": True}
 """Put in a cell's queue when the next step of its timeout ladder is due."""
 
 
-async def collect(
-    box: Any,
-    queue: asyncio.Queue[dict[str, Any]],
-    collector: OutputCollector,
-    start: float,
-    timeout: float | None,
-    notes: list[str],
-) -> tuple[ExecResult, dict[str, Any]]:
+@contextlib.asynccontextmanager
+async def watching(box: Any, queue: asyncio.Queue[dict[str, Any]]) -> AsyncIterator[None]:
+    """Probe the kernel's liveness (``gateway_watch``) while the block runs a cell."""
     stop = asyncio.Event()
     watchers: list[asyncio.Future[None]] = []
     # Most cells end before the first probe would be due: they start no watcher at all.
@@ -40,7 +36,7 @@ async def collect(
         PROBE_S, lambda: watchers.append(asyncio.ensure_future(watch(box.wire, queue, stop)))
     )
     try:
-        return await _collect(box, queue, collector, start, timeout, notes)
+        yield
     finally:
         later.cancel()
         stop.set()
@@ -50,7 +46,7 @@ async def collect(
                 await watcher
 
 
-async def _collect(
+async def collect(
     box: Any,
     queue: asyncio.Queue[dict[str, Any]],
     collector: OutputCollector,
