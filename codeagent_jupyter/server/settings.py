@@ -1,0 +1,278 @@
+"""The ``CodeAgent`` configurable: every setting an administrator writes as
+``c.CodeAgent.<name>`` in ``jupyter_server_config.py`` (or ``--CodeAgent.<name>=…``), with
+its validation. The extension app (``app.py``) only wires them to the session manager.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from jupyter_core.paths import jupyter_data_dir
+from traitlets import Bool, Dict, Enum, Float, Int, List, Type, Unicode, validate
+from traitlets.config import Configurable
+
+from ..config import AgentConfig, SandboxLimits
+from ..sandbox.backend import BACKENDS, SETTINGS_HELP, SandboxBackend, make_backend
+
+APPROVAL_POLICIES = ("auto", "ask")
+AGENT_TRAITS = ("max_steps", "max_wall_s", "max_tokens", "result_chars", "approval")
+"""``AgentConfig`` fields an administrator sets as ``c.CodeAgent.<name>``."""
+
+
+def _agent_trait(name: str, more_help: str = "") -> Any:
+    """The trait of an ``AgentConfig`` field: its type, default and help come from there."""
+    default = getattr(AgentConfig(), name)
+    kind = {int: Int, float: Float, dict: Dict}[type(default)]
+    return kind(default, config=True, help=AgentConfig.help(name) + more_help)
+
+
+class CodeAgent(Configurable):
+    """Administrator settings of the agent service (config section ``CodeAgent``)."""
+
+    model = Unicode(
+        None,
+        allow_none=True,
+        config=True,
+        help="Default model name; falls back to the CODEAGENT_MODEL environment variable.",
+    )
+    base_url = Unicode(
+        None,
+        allow_none=True,
+        config=True,
+        help="OpenAI-compatible endpoint; falls back to OPENAI_BASE_URL, then the OpenAI API.",
+    )
+    recording = Unicode(
+        "",
+        config=True,
+        help=(
+            "A session notebook (relative to the server root, or absolute) whose recorded "
+            "model turns answer every session instead of a model: offline demos and "
+            "classrooms without an API key. Empty: use the configured model."
+        ),
+    )
+    hub_gateway = Unicode(
+        "codeagent-gateway",
+        config=True,
+        help="Inside a JupyterHub single-user server: the hub service that is the class's "
+        "model gateway. When the hub lists it, it becomes the endpoint and the student's own "
+        "JUPYTERHUB_API_TOKEN the key (unless base_url is set). Empty: never use a gateway.",
+    )
+    api_key_env = Unicode(
+        "OPENAI_API_KEY",
+        config=True,
+        help="Name of the server environment variable that holds the API key.",
+    )
+    api_key = Unicode(
+        None,
+        allow_none=True,
+        config=True,
+        help="The API key itself (overrides api_key_env). Never sent to any client or recording.",
+    )
+    allowed_models = List(
+        Unicode(),
+        config=True,
+        help="Models a request may ask for. Empty: only the default model; other models get 403.",
+    )
+    limits = Dict(
+        config=True,
+        help="Default sandbox limits; a request may only tighten them. Keys: "
+        + "; ".join(f"{f.name}: {SandboxLimits.help(f.name)}" for f in fields(SandboxLimits)),
+    )
+    pool_size = Int(1, config=True, help="Sandbox kernels kept started and ready for new sessions.")
+    pool_max = Int(
+        None,
+        allow_none=True,
+        config=True,
+        help="Most sandboxes the pool grows to after bursts of sessions: it keeps as many "
+        "as were handed out in the last minute, between pool_size and pool_max, and shrinks "
+        "back when idle. Default: pool_size (a fixed pool).",
+    )
+    pool_memory_mb = Float(
+        0.0,
+        config=True,
+        help="Memory budget of the pool's idle sandboxes (about 150 MB each): caps pool_max. "
+        "0: no budget beyond pool_max.",
+    )
+    sessions_dir = Unicode(
+        "",
+        config=True,
+        help="Where session notebooks are kept; relative paths are under the server root. "
+        "Default: codeagent/sessions in the Jupyter data dir, outside every workspace, so "
+        "sandbox code cannot reach them. Only notebooks this server signed are loaded.",
+    )
+    read_groups = List(
+        Unicode(),
+        config=True,
+        help="Groups whose members may list, read and watch every user's sessions (not "
+        "change them), e.g. instructors. Others see only their own sessions (404 otherwise).",
+    )
+    max_prompt_chars = Int(
+        100_000,
+        config=True,
+        help="Longest prompt or follow-up accepted, in characters; longer ones get 413.",
+    )
+    allow_unconfined = Bool(
+        False,
+        config=True,
+        help="Let sandboxes start without pid and filesystem isolation (no bubblewrap on "
+        "this machine). Model-written code can then read your files and processes; health, "
+        "the panel and every session notebook say so.",
+    )
+    kernel_manager_class = Type(
+        default_value="jupyter_client.manager.AsyncKernelManager",
+        klass="jupyter_client.manager.AsyncKernelManager",
+        config=True,
+        help="The jupyter_client kernel manager that starts each sandbox kernel (spec "
+        "codeagent-sandbox). Another class hosts sandboxes elsewhere without code changes, "
+        "e.g. a gateway's kernel manager for Kernel Gateway / Enterprise Gateway.",
+    )
+    sandbox_backend = Enum(
+        BACKENDS, default_value="local", config=True, help=SETTINGS_HELP["sandbox_backend"]
+    )
+    gateway_url = Unicode("", config=True, help=SETTINGS_HELP["gateway_url"])
+    gateway_token = Unicode("", config=True, help=SETTINGS_HELP["gateway_token"])
+    prices = Dict(
+        config=True,
+        help='Model name -> {"input": USD per million prompt tokens, "output": USD per million '
+        "completion tokens}; with a price, the panel shows what a session cost.",
+    )
+    approval = _agent_trait("approval", " They wait for POST .../approvals/{tool_call_id}.")
+    hooks = List(
+        Unicode(),
+        config=True,
+        help="Tool hooks to enable, by name (entry-point group codeagent_jupyter.hooks; "
+        "shipped: policy, audit). They run around every tool call, in this order.",
+    )
+    hook_options = Dict(
+        config=True,
+        help='Hook name -> its options, e.g. {"audit": {"path": "/var/log/agent.jsonl"}}.',
+    )
+    hook_timeout = Float(
+        5.0, config=True, help="Seconds one hook call may take; past it the call is denied."
+    )
+    delegate_max_per_call = Int(
+        0,
+        config=True,
+        help="Offer the model the delegate tool: at most this many helper agents per call, "
+        "each in a sandbox of its own with the session's limits (0: no delegate tool).",
+    )
+    delegate_max_total = Int(
+        6, config=True, help="Helper agents one session may start in all (delegate tool)."
+    )
+    delegate_max_steps = Int(
+        10,
+        config=True,
+        help="Model calls one helper agent may make at most (less when the session's own "
+        "budget left is smaller: helpers share it).",
+    )
+    max_sessions_per_user = Int(
+        4,
+        config=True,
+        help="Open sessions (holding a sandbox) one user may have at once; more get 429.",
+    )
+    stream = Bool(False, config=True, help="Stream model text (text_delta events) as it arrives.")
+    max_steps = _agent_trait("max_steps")
+    max_wall_s = _agent_trait("max_wall_s")
+    max_tokens = _agent_trait("max_tokens")
+    result_chars = _agent_trait("result_chars")
+    model_timeout = Float(120.0, config=True, help="Seconds one model request may take.")
+    model_max_retries = Int(4, config=True, help="Retries of a failed model request.")
+    max_output_tokens = Int(4096, config=True, help="Tokens one model reply may take.")
+    idle_timeout = Float(
+        1800.0,
+        config=True,
+        help="Seconds an idle session keeps its sandbox (for follow-ups) before it is closed; "
+        "0 keeps it until the session is deleted.",
+    )
+    preload = List(
+        Unicode(),
+        default_value=None,
+        allow_none=True,
+        config=True,
+        help="Modules every pooled sandbox imports before it is handed out (numpy as np, "
+        "pandas as pd, matplotlib.pyplot as plt; others under their own name), so a "
+        "session's first cell does not wait for them; the model is told. Default (None): "
+        "whichever of numpy, pandas, matplotlib.pyplot are installed. [] turns it off.",
+    )
+    max_upload_mb = Float(
+        512.0,
+        config=True,
+        help="Largest variable %agent --with may copy into a sandbox, in MB (after "
+        "serializing); larger uploads get 413 and no session starts.",
+    )
+    warm_ttl = Float(
+        300.0, config=True, help="Seconds a sandbox pre-acquired by /warm waits for its session."
+    )
+
+    @validate("preload")
+    def _check_preload(self, proposal: dict[str, Any]) -> list[str] | None:
+        for name in proposal["value"] or []:
+            if not all(part.isidentifier() for part in name.split(".")):
+                raise ValueError(f"preload: {name!r} is not a module name")
+        return proposal["value"]
+
+    def preload_modules(self) -> list[str]:
+        from ..sandbox.preload import default_preload
+
+        return default_preload() if self.preload is None else list(self.preload)
+
+    @validate("limits")
+    def _check_limits(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        SandboxLimits.from_dict(proposal["value"])  # raises with a one-line message
+        return proposal["value"]
+
+    @validate("delegate_max_per_call", "delegate_max_total", "delegate_max_steps")
+    def _check_not_negative(self, proposal: dict[str, Any]) -> int:
+        if proposal["value"] < 0:
+            raise ValueError(f"{proposal['trait'].name} must not be negative")
+        return int(proposal["value"])
+
+    @validate("max_prompt_chars", "max_steps", "result_chars")
+    def _check_positive(self, proposal: dict[str, Any]) -> int:
+        if proposal["value"] <= 0:
+            raise ValueError(f"{proposal['trait'].name} must be a positive whole number")
+        return int(proposal["value"])
+
+    @validate("approval")
+    def _check_approval(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        for tool, policy in proposal["value"].items():
+            if policy not in APPROVAL_POLICIES:
+                raise ValueError(f"approval for {tool!r} must be 'auto' or 'ask', not {policy!r}")
+        return proposal["value"]
+
+    def sandbox_backend_of(self) -> SandboxBackend:
+        """The backend that makes every sandbox (``ConfigError`` for a bad choice)."""
+        return make_backend(
+            self.sandbox_backend,
+            self.gateway_url,
+            self.gateway_token,
+            allow_unconfined=self.allow_unconfined,
+            kernel_manager_class=self.kernel_manager_class,
+        )
+
+    def sandbox_limits(self) -> SandboxLimits:
+        return SandboxLimits.from_dict(self.limits)
+
+    def agent_config(self) -> AgentConfig:
+        return AgentConfig(**{name: copy.deepcopy(getattr(self, name)) for name in AGENT_TRAITS})
+
+    def resolved_api_key(self) -> str | None:
+        if self.api_key:
+            return self.api_key
+        return os.environ.get(self.api_key_env) or None
+
+    def sessions_path(self, root_dir: Path) -> Path:
+        if not self.sessions_dir:
+            return state_dir() / "sessions"
+        path = Path(self.sessions_dir).expanduser()
+        return path if path.is_absolute() else root_dir / path
+
+
+def state_dir() -> Path:
+    """The server's own files (sessions, signing key): the Jupyter data dir, which
+    survives restarts and is no workspace (unless the server root contains it)."""
+    return Path(jupyter_data_dir()) / "codeagent"
