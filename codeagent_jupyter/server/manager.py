@@ -273,7 +273,7 @@ class SessionManager:
         session = self.get(session_id, caller, change=True)
         if session.closed and not session.deleted and not self._stopping:
             self._ensure_reaper()
-            return (await revive(self, session, text))[0]
+            return await revive(self, session, text)
         return self.follow_up(session_id, caller, text)
 
     async def fork(
@@ -286,7 +286,7 @@ class SessionManager:
         if parent.running:
             raise ApiError(409, f"session {session_id} is running; pause or cancel it first")
         self._ensure_reaper()
-        return (await revive(self, parent, prompt, step=step, fork=True))[0]
+        return await revive(self, parent, prompt, step=step, fork=True)
 
     async def pause(self, session_id: str, caller: Caller) -> AgentSession:
         """Stop after the step in flight, release the sandbox; a message resumes it."""

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from .. import events as ev
@@ -28,6 +30,8 @@ from .policy import check_text, session_limits
 from .session import AgentSession
 from .store import read_regular
 from .supply import shutdown_quietly
+
+log = logging.getLogger(__name__)
 
 PAUSED_REASON = "paused by the user"
 FORK = body_schema({"prompt": "string"}, {"step": "integer"})
@@ -91,12 +95,14 @@ def _plan(manager: Any, session: AgentSession, step: int | None) -> ResumePlan:
 
 async def revive(
     manager: Any, parent: AgentSession, prompt: str, *, step: int | None = None, fork: bool = False
-) -> tuple[AgentSession, Rebuilt]:
-    """Resume ``parent`` (or fork it after ``step``) and start the run of ``prompt``."""
-    from ..agent import build_agent
-    from ..recorder import NotebookRecorder
-    from .delegation import offer_helpers
+) -> AgentSession:
+    """Resume ``parent`` (or fork it after ``step``) and start the run of ``prompt``.
 
+    What can be refused is checked here and answers the request (notebook, signature, quota,
+    a sandbox); re-running the cells and the run itself go on in the background
+    (``session.restoring``), so a session whose cells take minutes is answered at once and
+    says ``restored from step N …`` on its event stream when it is back.
+    """
     check_text(prompt, manager.settings.max_prompt_chars, "the message")
     if parent.running or (not fork and not parent.closed):
         raise ApiError(409, f"session {parent.id} is not closed; send it a message instead")
@@ -132,51 +138,95 @@ async def revive(
     except BaseException:
         _undo(manager, session, fork)
         raise
+    revival = _Revival(manager, parent, session, todo, sandbox, model, workdir, limits, fork)
+    session.restoring = asyncio.ensure_future(_restore(revival, prompt))
+    return session
+
+
+@dataclass
+class _Revival:
+    """What ``revive`` checked and started, for the background part."""
+
+    manager: Any
+    parent: AgentSession
+    session: AgentSession
+    todo: ResumePlan
+    sandbox: Any
+    model: Any
+    workdir: Any
+    limits: Any
+    fork: bool
+
+
+async def _restore(r: _Revival, prompt: str) -> None:
+    """Rebuild the kernel state and the loop, then start the run; a failure ends the
+    session's stream with an ``error`` run and leaves it closed (resumable again)."""
+    session = r.session
     try:
-        rebuilt = await rebuild(todo, sandbox, store_of(manager))
-        if fork:
-            recorder = NotebookRecorder(
-                session.path, session_id=session.id, on_saved=manager.signer.saved
-            )
-            recorder.notebook.metadata["codeagent"]["parent"] = {
-                "session_id": parent.id,
-                "run": todo.run,
-                "step": todo.step,
-            }
-            session.bus.subscribe(recorder.emit)
-        elif parent.recorder is not None:
-            recorder = parent.recorder
-        else:
-            recorder = manager.signer.reopen(parent.path)
-            session.bus.subscribe(recorder.emit)
-        meta = recorder.notebook.metadata["codeagent"]
-        meta.setdefault("restores", []).append(rebuilt.to_dict())
-        snapshot_sink(manager, session, recorder, workdir)
-        config = manager.settings.agent_config()
-        config.extra_context.update({"owner": parent.owner, "notebook_path": parent.notebook_path})
-        loop = build_agent(
-            model, sandbox, session.bus, config, workdir=workdir, approver=session.approve
-        )
-        loop = offer_helpers(
-            manager, session, loop, workdir=workdir, limits=limits, recorder=recorder
-        )
-        loop.messages += todo.messages
-        loop.messages.append({"role": "user", "content": rebuilt.note_for_model()})
-        loop.run_index = len(meta.get("runs", []))
-        attach_hooks(manager, session, loop)
+        rebuilt, loop, recorder = await _rebuild(r)
         if session.closed:  # deleted (or the server stopping) while it was rebuilt
-            raise ApiError(409, f"session {session.id} was closed while resuming")
-    except BaseException:
-        _undo(manager, session, fork)
-        await shutdown_quietly(sandbox)
-        raise
+            raise asyncio.CancelledError
+    except BaseException as exc:
+        await shutdown_quietly(r.sandbox)
+        if isinstance(exc, Exception) and not session.closed:
+            log.warning("session %s could not be restored: %s", session.id, exc)
+            why = exc.message if isinstance(exc, ApiError) else f"{type(exc).__name__}: {exc}"
+            reason = f"the session could not be restored: {why}"
+            session.bus.publish(ev.RunFinished, status=ev.ERROR, reason=reason)
+        session.closed = True
+        session.bus.close()
+        if not isinstance(exc, Exception | asyncio.CancelledError):
+            raise
+        return
+    finally:
+        session.restoring = None
     session.bus.closed = False
     session.paused = False
     session.restored = rebuilt.to_dict() | {"summary": rebuilt.summary}
-    session.attach(loop, sandbox, recorder)
+    session.attach(loop, r.sandbox, recorder)
     session.bus.publish(ev.SessionRestored, **rebuilt.event_fields())
     session.start_run(prompt)
-    return session, rebuilt
+
+
+async def _rebuild(r: _Revival) -> tuple[Rebuilt, Any, Any]:
+    """Re-run the cells in the new sandbox; the notebook recorder and the loop to go on with."""
+    from ..agent import build_agent
+    from ..recorder import NotebookRecorder
+    from .delegation import offer_helpers
+
+    manager, parent, session, todo, workdir = r.manager, r.parent, r.session, r.todo, r.workdir
+    rebuilt = await rebuild(todo, r.sandbox, store_of(manager))
+    if r.fork:
+        recorder = NotebookRecorder(
+            session.path, session_id=session.id, on_saved=manager.signer.saved
+        )
+        recorder.notebook.metadata["codeagent"]["parent"] = {
+            "session_id": parent.id,
+            "run": todo.run,
+            "step": todo.step,
+        }
+        session.bus.subscribe(recorder.emit)
+    elif parent.recorder is not None:
+        recorder = parent.recorder
+    else:
+        recorder = manager.signer.reopen(parent.path)
+        session.bus.subscribe(recorder.emit)
+    meta = recorder.notebook.metadata["codeagent"]
+    meta.setdefault("restores", []).append(rebuilt.to_dict())
+    snapshot_sink(manager, session, recorder, workdir)
+    config = manager.settings.agent_config()
+    config.extra_context.update({"owner": parent.owner, "notebook_path": parent.notebook_path})
+    loop = build_agent(
+        r.model, r.sandbox, session.bus, config, workdir=workdir, approver=session.approve
+    )
+    loop = offer_helpers(
+        manager, session, loop, workdir=workdir, limits=r.limits, recorder=recorder
+    )
+    loop.messages += todo.messages
+    loop.messages.append({"role": "user", "content": rebuilt.note_for_model()})
+    loop.run_index = len(meta.get("runs", []))
+    attach_hooks(manager, session, loop)
+    return rebuilt, loop, recorder
 
 
 def _undo(manager: Any, session: AgentSession, fork: bool) -> None:

@@ -69,6 +69,8 @@ class AgentSession:
         """Closed by ``pause``: the sandbox is gone, a message resumes the session."""
         self.restored: dict[str, Any] | None = None
         """How the last resume rebuilt the session (``summary``: "restored from step N …")."""
+        self.restoring: asyncio.Task[None] | None = None
+        """A resume or fork rebuilding this session in the background (``revive``)."""
         self.snapshots: Any = None
         """The session's snapshot sink, once subscribed (one per session)."""
         self.hooks: Any = None
@@ -211,6 +213,10 @@ class AgentSession:
         if self.closed:
             return
         self.closed = True
+        if self.restoring is not None:  # its cells are being re-run: stop that, and its sandbox
+            self.restoring.cancel()
+            with contextlib.suppress(BaseException):
+                await self.restoring
         if self.task is not None and not self.task.done():
             self.loop.cancel("the session was closed")
             done, _ = await asyncio.wait({self.task}, timeout=grace_s)

@@ -44,13 +44,14 @@ async def test_fork_at_step_2_of_a_4_step_session(
     scripted_model.set_script([_cell("print(a, b, 'c' in globals())"), text("checked")])
     fork = await api.ok("POST", f"sessions/{sid}/fork", {"step": 2, "prompt": "check"}, 201)
     assert fork["id"] != sid
-    assert fork["restored"]["cells_rerun"] == 2
-    assert fork["restored"]["summary"].startswith("restored from step 2 (2 cells re-run")
     events = await api.run_to_end(fork["id"])
     assert "1 2 False\n" in _printed(events)  # a and b of steps 1-2; c of step 3 absent
     restored = [e for e in events if e["type"] == "session_restored"]
     assert [(e["from_step"], e["cells_rerun"]) for e in restored] == [(2, 2)]
-    assert restored[0]["summary"] == fork["restored"]["summary"]  # the panel's line
+    summary = (await api.ok("GET", f"sessions/{fork['id']}"))["restored"]
+    assert summary["cells_rerun"] == 2
+    assert summary["summary"].startswith("restored from step 2 (2 cells re-run")
+    assert restored[0]["summary"] == summary["summary"]  # the panel's line
     path = jp_data_dir / "codeagent" / "sessions" / f"{fork['id']}.ipynb"
     meta = nbformat.read(path, as_version=4).metadata.codeagent
     assert meta.parent["session_id"] == sid and meta.parent["step"] == 2
@@ -89,11 +90,27 @@ async def test_pause_releases_the_kernel_and_a_message_resumes(
 
     scripted_model.set_script([_cell("print(p)"), text("resumed")])
     resumed = await api.ok("POST", f"sessions/{sid}/messages", {"text": "go on"}, 202)
-    assert resumed["id"] == sid and resumed["paused"] is False
-    assert resumed["restored"]["cells_rerun"] == 1
+    # Answered at once: the 3 s cell is re-run in the background, not inside the request.
+    assert resumed["id"] == sid and resumed["state"] == "starting"
     events = await api.run_to_end(sid, since=detail["next_seq"])
     assert "kept\n" in _printed(events)
     assert events[-1]["status"] == "answered"
+    assert (await api.ok("GET", f"sessions/{sid}"))["restored"]["cells_rerun"] == 1
+
+    # Deleted while its cells are being re-run: the rebuild stops and its kernel goes.
+    await api.ok("POST", f"sessions/{sid}/pause")
+    await api.ok("POST", f"sessions/{sid}/messages", {"text": "again"}, 202)
+    for _ in range(50):  # the new sandbox is up and re-running the 3 s cell
+        if processes_in(jp_root_dir):
+            break
+        await asyncio.sleep(0.1)
+    assert processes_in(jp_root_dir)
+    await api.ok("DELETE", f"sessions/{sid}")
+    for _ in range(50):
+        if not processes_in(jp_root_dir):
+            break
+        await asyncio.sleep(0.2)
+    assert processes_in(jp_root_dir) == []
 
 
 def test_sigkill_mid_run_then_restart_and_resume(
@@ -132,14 +149,14 @@ def test_sigkill_mid_run_then_restart_and_resume(
     assert second.call("GET", f"sessions/{sid}")["status"] == "interrupted"
     before = len(scripted_model.requests)
     scripted_model.set_script([_cell("print(a + 1, open('kept.txt').read())"), text("resumed")])
-    resumed = second.call("POST", f"sessions/{sid}/messages", {"text": "carry on"})
-    assert resumed["restored"]["summary"].startswith("restored from the end (1 cells re-run")
+    second.call("POST", f"sessions/{sid}/messages", {"text": "carry on"})
 
     def answered() -> Any:
         detail = second.call("GET", f"sessions/{sid}")
         return detail if detail["status"] == "answered" else None
 
     detail = second.wait_for(answered, timeout=60)
+    assert detail["restored"]["summary"].startswith("restored from the end (1 cells re-run")
     assert "42 from step 1\n" in _printed(detail["events"])
     messages = scripted_model.requests[before]["messages"]
     assert messages[1] == {"role": "user", "content": "two steps, the second slow"}

@@ -298,8 +298,9 @@ async def test_idle_sessions_and_unused_warm_sandboxes_are_released(
     scripted_model.set_script([text("again")])
     code, body = await api.call("POST", f"sessions/{session['id']}/messages", {"text": "more"})
     assert code == 202, body
-    assert body["restored"]["cells_rerun"] == 0  # idle-reaped: resumed
     assert (await api.run_to_end(session["id"], since=body["next_seq"]))[-1]["answer"] == "again"
+    restored = (await api.ok("GET", f"sessions/{session['id']}"))["restored"]
+    assert restored["cells_rerun"] == 0  # idle-reaped: resumed
 
 
 @pytest.mark.codeagent(model=None, recording="demo/recorded.ipynb")
