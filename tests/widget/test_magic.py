@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -63,17 +65,26 @@ class Kernel:
         raise AssertionError(f"{expression} stayed {seen!r}, wanted {expected!r}; {notices}")
 
 
-@pytest.fixture
-def kernel(run: Any, server_info: ServerInfo) -> Any:
+@contextlib.contextmanager
+def user_kernel(run: Any, server_info: ServerInfo) -> Iterator[Kernel]:
+    """A real user kernel (python3) that finds the test server (CODEAGENT_SERVER_URL/TOKEN)."""
     env = {**os.environ, URL_ENV: server_info.url, TOKEN_ENV: server_info.token}
     manager = AsyncKernelManager(kernel_name="python3")
     run(manager.start_kernel(env=env))
     client = manager.client()
     client.start_channels()
-    run(client.wait_for_ready(timeout=60))
-    yield Kernel(client)
-    client.stop_channels()
-    run(manager.shutdown_kernel(now=True))
+    try:
+        run(client.wait_for_ready(timeout=60))
+        yield Kernel(client)
+    finally:
+        client.stop_channels()
+        run(manager.shutdown_kernel(now=True))
+
+
+@pytest.fixture
+def kernel(run: Any, server_info: ServerInfo) -> Any:
+    with user_kernel(run, server_info) as k:
+        yield k
 
 
 def test_agent_magic_in_a_kernel(
