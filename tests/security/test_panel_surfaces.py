@@ -134,8 +134,12 @@ def model_server() -> Iterator[ScriptedModelServer]:
 
 @pytest.fixture(scope="module")
 def lab_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """Session notebooks and snapshots in the test's folder, not the user's data dir."""
-    return {"JUPYTER_DATA_DIR": str(tmp_path_factory.mktemp("jupyter-data"))}
+    """Session notebooks, snapshots and the user kernel's IPython profile in the test's
+    folder, not the user's own."""
+    return {
+        "JUPYTER_DATA_DIR": str(tmp_path_factory.mktemp("jupyter-data")),
+        "IPYTHONDIR": str(tmp_path_factory.mktemp("ipython")),
+    }
 
 
 @pytest.fixture(scope="module")
