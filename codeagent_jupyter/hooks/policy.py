@@ -1,11 +1,17 @@
 """The ``policy`` hook: no package installs and no network-looking commands.
 
 A classroom or a locked-down server wants the agent to work with what is installed and
-never to fetch from the network, also where the sandbox's own network cut is missing. This
-denies, with a reason the model can act on, ``run_command`` commands and ``run_cell`` code
-that install packages (``pip``/``conda``/``apt`` installs, ``%pip``) or look like network use
-(``curl``, ``wget``, ``ssh``, ``git clone``, a URL, …). It is a filter, not a boundary: the
-sandbox's network namespace is the boundary; this keeps the agent from trying.
+never to fetch from the network. This denies, with a reason the model can act on,
+``run_command`` commands and ``run_cell`` code that install packages (``pip``/``conda``/
+``apt`` installs, ``%pip``, ``%conda``, ``python -m pip``, pip imported from Python) or run a
+network-looking command (``curl``, ``wget``, ``ssh``, ``git clone``, a URL, …) in any of the
+forms a cell reaches the shell: ``!``, ``out = !…``, ``%sx``, ``%%bash``,
+``get_ipython().system``, ``os.system``, ``subprocess.run([...])`` and the like (see
+``commands``).
+
+It is a filter on what the model asks for, not a boundary: code that assembles its command
+at run time gets past it. The boundary is the sandbox itself, which has no network; this
+keeps the agent from trying, and says why.
 """
 
 from __future__ import annotations
@@ -15,10 +21,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from .base import Allow, Deny, ToolCall
+from .commands import cell_commands
 
 INSTALL = [
-    (r"\bpip3?\s+install\b|%pip\b|\bpython3?\s+-m\s+pip\s+install\b", "pip install"),
-    (r"\b(mamba|micromamba|conda)\s+install\b|%conda\b", "conda install"),
+    (r"\bpip[\d.]*\s+install\b|%pip\b|\bpython[\d.]*\s+-m\s+pip\b|\bimport pip\b", "pip install"),
+    (r"\bfrom pip\b|\b(run_module|import_module|__import__)\(\s*[\"']pip\b", "pip install"),
+    (r"\buv\s+(pip|add|tool)\b|\bpipx\s+install\b|\beasy_install\b|%uv\b", "pip install"),
+    (r"\b(mamba|micromamba|conda)\s+install\b|%(conda|mamba|micromamba)\b", "conda install"),
     (r"\bapt(-get)?\s+(install|update|upgrade)\b|\bdpkg\s+-i\b", "apt"),
     (r"\bnpm\s+(install|i)\b", "npm install"),
 ]
@@ -47,14 +56,15 @@ class PolicyHook:
         self.code_rules = _compile(installs + extra)
         """Checked on all of the code: installs from Python are installs too."""
         self.shell_rules = _compile(installs + network + extra)
-        """Checked on shell commands: ``run_command``, ``!lines`` and ``%%bash`` cells."""
+        """Checked on commands: ``run_command``'s, and those a cell would run (``commands``)."""
         self.tools = frozenset(tools)
 
     def before_tool(self, call: ToolCall) -> Allow | Deny:
         if call.name not in self.tools:
             return Allow()
         code = str(call.arguments.get("code", ""))
-        checks = [(self.code_rules, code), (self.shell_rules, _shell(call.name, call.arguments))]
+        checks = [(self.code_rules, code)]
+        checks += [(self.shell_rules, text) for text in _shell(call.name, call.arguments)]
         for rules, text in checks:
             for pattern, what in rules:
                 found = pattern.search(text)
@@ -71,11 +81,11 @@ def _compile(rules: list[tuple[str, str]]) -> list[tuple[re.Pattern[str], str]]:
     return [(re.compile(p, re.IGNORECASE), what) for p, what in rules]
 
 
-def _shell(tool: str, arguments: dict[str, Any]) -> str:
-    """The shell part of a call: a command, or a cell's ``!`` lines and shell cell magics."""
+def _shell(tool: str, arguments: dict[str, Any]) -> list[str]:
+    """The shell parts of a call: its command, or every command line the cell would run
+    (all of the cell when it is not valid IPython: checked whole rather than not at all)."""
     if tool == "run_command":
-        return str(arguments.get("command", ""))
+        return [str(arguments.get("command", ""))]
     code = str(arguments.get("code", ""))
-    if code.lstrip().startswith(("%%bash", "%%sh", "%%script")):
-        return code
-    return "\n".join(line for line in code.splitlines() if line.lstrip().startswith("!"))
+    commands = cell_commands(code)
+    return [code] if commands is None else [command.text for command in commands]

@@ -18,7 +18,7 @@ from urllib.parse import urlparse
 
 from jupyterhub.services.auth import HubOAuth, HubOAuthCallbackHandler
 from tornado import web
-from traitlets import Bool, Dict, Float, List, Unicode, default
+from traitlets import Bool, Dict, Float, Integer, List, TraitError, Unicode, default, validate
 from traitlets.config import Application
 
 from ..hardening import make_undumpable
@@ -91,6 +91,23 @@ class CodeAgentGateway(Application):
         help="Hub groups whose members (besides hub admins) see usage and flip AI switches.",
     )
     upstream_timeout = Float(300.0, config=True, help="Seconds one provider request may take.")
+    auth_cache_seconds = Integer(
+        5,
+        config=True,
+        help="How long the hub's answer about a token is trusted: whose it is, their groups, "
+        "that it is still valid. A revoked or expired token, a removed user or a group "
+        "change (a student moved into an exam room with AI off) applies within this many "
+        "seconds (at least 1: the hub is asked at most once a second per token). Sets "
+        "HubAuth.cache_max_age, whose own default of 300 s would let a revoked student "
+        "spend the class key for five more minutes.",
+    )
+
+    @validate("auth_cache_seconds")
+    def _check_auth_cache(self, proposal: dict[str, Any]) -> int:
+        if proposal["value"] < 1:
+            raise TraitError("auth_cache_seconds must be at least 1")
+        return int(proposal["value"])
+
     service_url = Unicode(config=True, help="Where to listen (default: JUPYTERHUB_SERVICE_URL).")
 
     @default("service_url")
@@ -126,6 +143,7 @@ class CodeAgentGateway(Application):
             instructor_groups=tuple(self.instructor_groups),
         )
         hub_auth = HubOAuth.instance(parent=self)
+        hub_auth.cache_max_age = self.auth_cache_seconds  # before its cache is first made
         if not hub_auth.access_scopes:
             name = os.environ.get("JUPYTERHUB_SERVICE_NAME", "codeagent-gateway")
             hub_auth.access_scopes = {f"access:services!service={name}"}

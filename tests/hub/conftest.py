@@ -87,8 +87,16 @@ class Upstream:
 class Hub:
     """The running hub: REST helpers as the test admin service and as students."""
 
-    def __init__(self, tmp: Path, upstream: Any, students: tuple[str, ...] = STUDENTS) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        upstream: Any,
+        students: tuple[str, ...] = STUDENTS,
+        gateway_config: str = "",
+    ) -> None:
         self.tmp, self.upstream, self.students = tmp, upstream, students
+        self.gateway_config = gateway_config
+        """More ``c.CodeAgentGateway…`` lines for the gateway's config file."""
         self.port, self.hub_port, self.proxy_api, self.gateway_port = (
             _free_port() for _ in range(4)
         )
@@ -116,6 +124,7 @@ class Hub:
             f"c.CodeAgentGateway.policy_file = {str(self.policy_path)!r}\n"
             f"c.CodeAgentGateway.ledger = {str(self.ledger_path)!r}\n"
             'c.CodeAgentGateway.prices = {"scripted": {"input": 1.0, "output": 2.0}}\n'
+            + self.gateway_config
         )
         server_config = tmp / "jupyter-config"
         server_config.mkdir()
@@ -264,8 +273,8 @@ c.Spawner.http_timeout = 90
         return self.gateway("POST", "v1/chat/completions", token, json=body)
 
 
-@pytest.fixture(scope="module")
-def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
+def running_hub(tmp: Path, **kw: Any) -> Iterator[Hub]:
+    """A started hub with its scripted provider (``kw`` goes to ``Hub``), stopped after."""
     missing = _missing()
     if missing:
         if os.environ.get("CODEAGENT_HUB_TESTS") == "required":
@@ -273,10 +282,15 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
         pytest.skip(missing)
     upstream = Upstream()
     upstream.server.start()
-    running = Hub(tmp_path_factory.mktemp("hub"), upstream)
+    running = Hub(tmp, upstream, **kw)
     try:
         running.start()
         yield running
     finally:
         running.stop()
         upstream.server.stop()
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
+    yield from running_hub(tmp_path_factory.mktemp("hub"))
