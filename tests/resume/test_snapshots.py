@@ -106,8 +106,8 @@ def test_large_files_are_referenced_not_copied(ws: Path, tmp_path: Path) -> None
 
 
 def test_store_bound_skips_with_a_reason(ws: Path) -> None:
-    (ws / "a.txt").write_bytes(b"a" * 600)
-    (ws / "b.txt").write_bytes(b"b" * 600)
+    (ws / "a.txt").write_bytes(os.urandom(600))  # random: stored as it is, 600 bytes
+    (ws / "b.txt").write_bytes(os.urandom(600))
     store = SnapshotStore.for_workspace(ws, SnapshotSettings(max_store_bytes=1000))
     cap = store.capture(ws)
     assert cap.files == 1
