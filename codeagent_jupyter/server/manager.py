@@ -212,7 +212,8 @@ class SessionManager:
         chosen = self.models.model_for(model)
         workdir = self.resolver.workdir_for(notebook_path)
         notebook = await self.resolver.read(notebook_path) if notebook_path else None
-        chosen_uploads = self.uploads.take(owner, uploads or [])  # 404 before any sandbox
+        # 404 (or 413 over the disk budget) before any sandbox
+        chosen_uploads = self.uploads.take(owner, uploads or [], chosen_limits.disk_mb)
 
         session_id = uuid.uuid4().hex[:12]
         path = self.sessions_dir / f"{session_id}.ipynb"
