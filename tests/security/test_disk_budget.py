@@ -18,7 +18,11 @@ from pathlib import Path
 from textwrap import dedent
 from typing import Any
 
+from codeagent_jupyter.config import AgentConfig
+from codeagent_jupyter.loop import AgentLoop
+from codeagent_jupyter.models.openai_chat import OpenAIChatModel
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits
+from codeagent_jupyter.tools import ToolBox
 from tests.loop.test_cli import codeagent
 from tests.scripted_model import delay, text, tool_calls
 
@@ -207,3 +211,24 @@ async def test_a_cell_is_interrupted_when_it_crosses_the_budget(tmp_path: Path) 
         assert "so the kernel was restarted; state lost" in r.note
         (tmp_path / "sparse.bin").unlink()
         assert (await sb.execute("1 + 1")).status == "ok"
+
+
+async def test_write_file_calls_cannot_fill_past_the_budget(
+    tmp_path: Path, scripted_model: Any
+) -> None:
+    """``write_file`` writes from the agent's process: no cell, so no cell's check. Each
+    call is checked before it writes."""
+    content = "x" * 4_500_000  # under the tool's 5 MB per call; four are over 16 MiB
+    calls = [("write_file", {"path": f"part{i}.txt", "content": content}) for i in range(5)]
+    scripted_model.set_script([tool_calls(*calls), text("written")])
+    model = OpenAIChatModel("scripted", scripted_model.url, "k", backoff=0.01)
+    limits = SandboxLimits(disk_mb=16, cell_timeout=30, memory_mb=1024)
+    async with Sandbox(workdir=tmp_path, limits=limits, allow_unconfined=True) as sb:
+        loop = AgentLoop(model, sb, ToolBox(sb, tmp_path), [], AgentConfig())
+        await loop.run("write the parts")
+    results = [m["content"] for m in loop.messages if m["role"] == "tool"]
+    assert [r.startswith("created part") for r in results] == [True, True, True, False, False]
+    assert results[3].startswith("Error: writing part3.txt (4.3 MiB) would take the workspace")
+    assert "disk budget of 16 MiB" in results[3] and "\n" not in results[3]
+    assert sorted(p.name for p in tmp_path.glob("part*")) == ["part0.txt", "part1.txt", "part2.txt"]
+    assert _apparent(tmp_path) <= 16 * MIB
