@@ -88,12 +88,15 @@ class SnapshotAreas:
 
 
 def protected_sessions(sessions: Iterable[Any], owner: str) -> set[str]:
-    """``owner``'s sessions whose snapshots a full store must keep: the open ones, and the
-    session a fork is still being restored from."""
+    """``owner``'s sessions whose snapshots a full store must keep: the open ones (a
+    resume is open from its first moment), and the session a fork is made from until the
+    fork has been rebuilt (it restores that session's snapshot)."""
     held: set[str] = set()
     for session in sessions:
-        if session.owner == owner and (not session.closed or session.restoring is not None):
+        if session.owner != owner:
+            continue
+        if not session.closed or session.restoring is not None:
             held.add(session.id)
-            if session.source:
-                held.add(session.source)
+        if session.source and not session.closed and session.loop is None:
+            held.add(session.source)
     return held
