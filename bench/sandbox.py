@@ -30,7 +30,7 @@ from jupyter_client import AsyncKernelManager
 from codeagent_jupyter.confined import Workspace
 from codeagent_jupyter.disk_budget import workspace_bytes
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, SandboxPool
-from codeagent_jupyter.sandbox.disk import INTERVAL_S
+from codeagent_jupyter.sandbox.disk import INTERVAL_S, DiskWatch
 
 LIMITS = SandboxLimits(memory_mb=1024, cell_timeout=30)
 
@@ -224,6 +224,13 @@ async def disk_watch_cost(rounds: int, cells: int, files: int) -> None:
             folder.mkdir(exist_ok=True)
             (folder / f"f{i}.txt").write_bytes(b"x" * 1000)
         walks = timed(lambda: workspace_bytes(root), 50)
+        setup = []  # what a cell shorter than the first interval pays: a timer, cancelled
+        for _ in range(2000):
+            t = time.perf_counter()
+            watch = DiskWatch(root, LIMITS.disk_mb)
+            watch.start()
+            await watch.stop()
+            setup.append(time.perf_counter() - t)
         async with Sandbox(workdir=root, limits=LIMITS) as sb:
             n = 200_000
             while True:  # calibrate the CPU-bound cell to about a second
@@ -268,6 +275,7 @@ async def disk_watch_cost(rounds: int, cells: int, files: int) -> None:
         f"{on - off:+.1f} ms ({share:+.2f} % of the cell's time) |"
     )
     print(f"| one workspace measure ({files} files) | {med(walks) * 1000:.2f} ms | | |")
+    print(f"| watch set-up per cell (start + stop) | | {med(setup) * 1e6:.1f} us | |")
     print()
     print(
         f"runs: {rounds} CPU-bound cells and {len(trips['on'])} 1+1 per mode, interleaved; "
