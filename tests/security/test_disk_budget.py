@@ -1,6 +1,6 @@
 """Sparse files against the workspace disk budget, for real: the CLI, helpers, a live cell.
 
-The attack of the second red-team round: with ``--disk-mb 16 --delegate 1``, six sparse
+The attack, as it was found: with ``--disk-mb 16 --delegate 1``, six sparse
 48 MiB files (a few KiB on disk) passed a budget that counted blocks, then every copy
 (the snapshot read, the helper's workspace, the copy back) wrote all 288 MiB. The budget
 now counts apparent size, is watched while a cell runs, and every copy the CLI makes

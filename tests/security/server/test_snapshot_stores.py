@@ -1,6 +1,6 @@
 """One user filling the snapshot store must not cost another user their snapshots.
 
-The attack of the second red-team round: Alice's files filled the server's one snapshot
+The attack, as it was found: Alice's files filled the server's one snapshot
 store, and Bob's next files were skipped ("snapshot store is full"): nobody's later work
 could be restored on resume or fork. Here, for real, on one server with a small quota:
 Alice's sparse files cost almost nothing (the store compresses), her real data fills her

@@ -2,7 +2,7 @@
 
 The attack, for real: forty connections to the real server each send their headers and
 half their body, so forty uploads are under way together, then finish. The cap counted
-only finished uploads, so every one of them was stored (26 of 26 in the red-team's run):
+only finished uploads, so every one of them was stored (26 of 26 when it was found):
 the disk bound of twenty times ``max_upload_mb`` per user did not hold. A slot is now taken when an
 upload begins and given back when it fails.
 """
