@@ -1,13 +1,16 @@
-"""Sandbox benchmark: start-up, pool hand-out, round-trip overhead, idle memory, file tools.
+"""Sandbox benchmark: start-up, pool hand-out, round-trip overhead, idle memory, file tools,
+and what the disk budget's watch costs.
 
 Run: ``python bench/sandbox.py [--cold 5] [--acquire 10] [--cells 200] [--files 300]
-[--only files|gateway] [--gateway]``. Prints Markdown tables measured in this run. The raw
+[--only files|gateway|disk] [--gateway]``. Prints Markdown tables measured in this run. The raw
 baseline drives the stock ``python3`` kernel with jupyter_client directly, waiting for the
 same messages ``Sandbox.execute`` waits for (the shell reply and the idle status), so the
 ratio is our overhead. The file tool round trip reads and writes 1 KB and 1 MB through
 ``confined.Workspace`` (what the file tools use) and through plain ``open``. The gateway
 column (``bench/sandbox_gateway.py``) compares the local backend with a real kernel gateway
-on this machine.
+on this machine. The disk table runs a CPU-bound cell (about a second of pure Python) and
+``1+1`` with the workspace watch on and off (``disk_watch_s``), interleaved on one kernel
+whose workspace holds ``--disk-files`` files, and quotes medians.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from typing import Any
 from jupyter_client import AsyncKernelManager
 
 from codeagent_jupyter.confined import Workspace
+from codeagent_jupyter.disk_budget import workspace_bytes
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, SandboxPool
+from codeagent_jupyter.sandbox.disk import INTERVAL_S, DiskWatch
 
 LIMITS = SandboxLimits(memory_mb=1024, cell_timeout=30)
 
@@ -206,19 +211,98 @@ def file_round_trips(n: int) -> None:
     print(f"runs: files={n} (confined writes are temp file + rename, plain writes are in place)")
 
 
+CPU_CELL = "s = 0\nfor i in range({n}):\n    s += i * i\ns"
+"""A cell that only computes: the watch runs beside it, in the client's process."""
+
+
+async def disk_watch_cost(rounds: int, cells: int, files: int) -> None:
+    """The watch on and off, interleaved: CPU-bound cells, then ``1+1`` in blocks of 10."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for i in range(files):  # a project-sized workspace: the walk is not free
+            folder = root / f"d{i % 20}"
+            folder.mkdir(exist_ok=True)
+            (folder / f"f{i}.txt").write_bytes(b"x" * 1000)
+        walks = timed(lambda: workspace_bytes(root), 50)
+        setup = []  # what a cell shorter than the first interval pays: a timer, cancelled
+        for _ in range(2000):
+            t = time.perf_counter()
+            watch = DiskWatch(root, LIMITS.disk_mb)
+            watch.start()
+            await watch.stop()
+            setup.append(time.perf_counter() - t)
+        async with Sandbox(workdir=root, limits=LIMITS) as sb:
+            n = 200_000
+            while True:  # calibrate the CPU-bound cell to about a second
+                r = await sb.execute(CPU_CELL.format(n=n))
+                if r.duration_s > 0.8 or n > 1 << 30:
+                    break
+                n *= 2
+            code = CPU_CELL.format(n=n)
+            cpu: dict[str, list[float]] = {"on": [], "off": []}
+            ours: dict[str, list[float]] = {"on": [], "off": []}
+            trips: dict[str, list[float]] = {"on": [], "off": []}
+            for i in range(rounds):
+                for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):
+                    sb.disk_watch_s = INTERVAL_S if mode == "on" else None
+                    t, used = time.perf_counter(), time.process_time()
+                    await sb.execute(code)
+                    cpu[mode].append(time.perf_counter() - t)
+                    ours[mode].append(time.process_time() - used)  # this process: the watch
+            for i in range(max(cells // 10, 2)):
+                for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):
+                    sb.disk_watch_s = INTERVAL_S if mode == "on" else None
+                    for _ in range(10):
+                        t = time.perf_counter()
+                        await sb.execute("1+1")
+                        trips[mode].append(time.perf_counter() - t)
+    med = statistics.median
+    rows = [
+        ("CPU-bound cell", cpu, 1.0, "s", 3),
+        ("Sandbox.execute 1+1", trips, 1000.0, "ms", 2),
+    ]
+    print("| disk watch (median) | watch off | watch on | on - off, paired (median) |")
+    print("|---|---:|---:|---:|")
+    for name, data, scale, unit, digits in rows:
+        off, on = med(data["off"]) * scale, med(data["on"]) * scale
+        paired = med([a - b for a, b in zip(data["on"], data["off"], strict=True)]) * scale
+        diff = f"{paired:+.{digits}f} {unit} ({paired / off * 100:+.1f} %)"
+        print(f"| {name} | {off:.{digits}f} {unit} | {on:.{digits}f} {unit} | {diff} |")
+    off, on = med(ours["off"]) * 1000, med(ours["on"]) * 1000
+    share = (on - off) / (med(cpu["on"]) * 1000) * 100
+    print(
+        f"| client CPU per CPU-bound cell | {off:.1f} ms | {on:.1f} ms | "
+        f"{on - off:+.1f} ms ({share:+.2f} % of the cell's time) |"
+    )
+    print(f"| one workspace measure ({files} files) | {med(walks) * 1000:.2f} ms | | |")
+    print(f"| watch set-up per cell (start + stop) | | {med(setup) * 1e6:.1f} us | |")
+    print()
+    print(
+        f"runs: {rounds} CPU-bound cells and {len(trips['on'])} 1+1 per mode, interleaved; "
+        f"watch every {INTERVAL_S} s while a cell runs"
+    )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cold", type=int, default=5, help="cold starts to time")
     parser.add_argument("--acquire", type=int, default=10, help="pool acquisitions to time")
     parser.add_argument("--cells", type=int, default=200, help="1+1 round trips to time")
     parser.add_argument("--files", type=int, default=300, help="file reads/writes to time")
-    parser.add_argument("--only", choices=["files", "gateway"], help="run just this section")
+    parser.add_argument("--rounds", type=int, default=11, help="CPU-bound cells per mode")
+    parser.add_argument("--disk-files", type=int, default=500, help="files in the workspace")
+    parser.add_argument(
+        "--only", choices=["files", "gateway", "disk"], help="run just this section"
+    )
     parser.add_argument(
         "--gateway", action="store_true", help="add the gateway column (a real kernel gateway)"
     )
     args = parser.parse_args()
     if args.only == "files":
         file_round_trips(args.files)
+        return
+    if args.only == "disk":
+        await disk_watch_cost(args.rounds, args.cells, args.disk_files)
         return
     if args.only == "gateway" or args.gateway:
         from sandbox_gateway import gateway_table
@@ -269,6 +353,8 @@ async def main() -> None:
     print("enforcement:", ", ".join(f"{k}={v}" for k, v in sorted(enforcement.items())))
     print()
     file_round_trips(args.files)
+    print()
+    await disk_watch_cost(args.rounds, args.cells, args.disk_files)
 
 
 if __name__ == "__main__":

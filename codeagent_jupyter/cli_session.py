@@ -42,7 +42,8 @@ def snapshot_sink(workdir: Path, recorder: Any) -> EventSink:
     from .snapshots import SnapshotStore
 
     meta = recorder.notebook.metadata["codeagent"]
-    return SnapshotRecorder(SnapshotStore.for_workspace(workdir), workdir, meta)
+    store = SnapshotStore.for_workspace(workdir)
+    return SnapshotRecorder(store, workdir, meta, session=recorder.session_id)
 
 
 def add_delegate(parser: argparse.ArgumentParser) -> None:
@@ -77,7 +78,15 @@ def with_delegate(
     settings = DelegateSettings(max_per_call=count, max_total=count * 2)
     store = SnapshotStore.for_workspace(workdir)
     notebooks = workdir / ".codeagent" / "delegates" / session_id
-    delegator = Delegator(model, workdir, make_sandbox, store, notebooks, settings)
+    delegator = Delegator(
+        model,
+        workdir,
+        make_sandbox,
+        store,
+        notebooks,
+        settings,
+        session=session_id or None,
+    )
     if earlier is not None:
         delegator.count_earlier(earlier)
     return offer_delegate(loop, delegator)

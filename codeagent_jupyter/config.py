@@ -60,7 +60,9 @@ class SandboxLimits:
     )
     disk_mb: int = _setting(
         1024,
-        "Disk the workspace may use, in MiB; checked after each cell, which then fails if over.",
+        "Disk the workspace may use, in MiB, counting each file's full length (sparse files "
+        "too); watched while a cell runs, which is interrupted and fails once over, and "
+        "checked before every copy into the workspace.",
     )
 
     @classmethod

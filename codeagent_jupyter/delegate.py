@@ -4,8 +4,10 @@ their own, each starting from a snapshot of the parent's workspace.
 A child is a whole agent loop (same model, a step budget carved out for it) in a fresh
 sandbox whose workspace is a private copy of the parent's files at the moment of the call.
 When the children are done, the files each one wrote or changed are copied into the
-parent's workspace under ``delegates/<call>-<child>/`` (through the confined workspace, so
-nothing a child's code planted is followed), and one tool result lists each child's status,
+parent's workspace under ``delegates/<call>-<child>/`` (``helper_files``: both copies are
+held to the workspace's disk budget before a byte is written, so a helper whose copy would
+not fit does not start, and files that would take the parent past it stay behind, each
+said in one line). One tool result lists each child's status,
 answer, files and time window. Each child's session is recorded as its own notebook next to
 the parent's. Cancelling the parent's run cancels the tool call, which cancels every child
 and shuts its sandbox down.
@@ -32,8 +34,9 @@ from typing import Any
 from . import events as ev
 from .bus import EventBus
 from .config import AgentConfig
-from .confined import ConfinementError, Workspace
+from .disk_budget import DiskBudgetError
 from .errors import ToolArgumentError
+from .helper_files import copy_back, copy_out
 from .outcome import ToolOutcome
 from .protocols import Model
 from .snapshots import SnapshotStore
@@ -108,6 +111,9 @@ class Delegator:
         store: SnapshotStore,
         notebooks: Path,
         settings: DelegateSettings | None = None,
+        *,
+        session: str | None = None,
+        disk_mb: int | None = None,
     ) -> None:
         self.model = model
         self.workdir = Path(workdir)
@@ -116,6 +122,11 @@ class Delegator:
         self.store = store
         self.notebooks = Path(notebooks)
         self.settings = settings or DelegateSettings()
+        self.session = session
+        """The parent session's id: its reference to the snapshots taken for helpers."""
+        self.disk_mb = disk_mb
+        """The workspace budget (MiB) helpers' workspaces and the copies back must fit;
+        None: the parent sandbox's ``limits.disk_mb``."""
         self.started = 0
         self.calls = 0
         self.parent: Any = None
@@ -165,7 +176,7 @@ class Delegator:
             if not any((self.workdir / "delegates").glob(f"{self.calls}-*")):
                 break
             self.calls += 1
-        seed = self.store.capture(self.workdir).id
+        seed = self.store.capture(self.workdir, session=self.session).id
         t0 = time.monotonic()
         call_id = self._call_id
         config = carve(self.parent, len(tasks), self.settings.child_max_steps)
@@ -189,13 +200,18 @@ class Delegator:
         result: dict[str, Any] = {"helper": label, "task": task}
         result["budget"] = {"max_steps": config.max_steps, "max_tokens": config.max_tokens}
         try:
-            self.store.restore(seed, ws)
+            copy_out(self.store, seed, ws, self._budget())
             began = time.monotonic() - t0
             finished = await self._run(label, task, ws, call_id, config)
             result |= {"status": finished.status, "answer": finished.answer or finished.reason}
             result |= {"steps": finished.steps, "usage": finished.usage}
             result |= {"started_s": round(began, 3), "finished_s": round(time.monotonic() - t0, 3)}
-            result["files"] = self._bring_back(label, ws, seed)
+            try:
+                result["files"] = copy_back(
+                    self.store, ws, seed, self.workdir, label, self._budget(), self.session
+                )
+            except DiskBudgetError as e:
+                result |= {"files": [], "files_not_copied": str(e)}
             result["notebook"] = f"delegate-{label}.ipynb"
         except Exception as exc:
             log.warning("helper %s failed: %s", label, exc)
@@ -244,19 +260,11 @@ class Delegator:
 
         return forward
 
-    def _bring_back(self, label: str, ws: Path, seed: str) -> list[str]:
-        """Copy what the child wrote or changed into ``delegates/<label>/`` of the parent."""
-        changed = self.store.capture(ws, seed)
-        source, target = Workspace(ws), Workspace(self.workdir)
-        copied = []
-        for path in changed.changed[:200]:
-            try:
-                data = source.read_bytes(path, self.store.settings.large_file_bytes)
-                target.write_bytes(f"delegates/{label}/{path}", data)
-            except (ConfinementError, OSError):
-                continue
-            copied.append(f"delegates/{label}/{path}")
-        return copied
+    def _budget(self) -> int | None:
+        if self.disk_mb is not None:
+            return self.disk_mb
+        limits = getattr(getattr(self.parent, "sandbox", None), "limits", None)
+        return getattr(limits, "disk_mb", None)
 
 
 def offer_delegate(loop: Any, delegator: Delegator) -> Any:

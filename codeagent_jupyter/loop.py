@@ -25,9 +25,6 @@ from .turns import Totals, clean_message
 
 log = logging.getLogger(__name__)
 
-_DISK_BUDGET = "workspace disk budget of"
-"""A sandbox note with this ends the run: the workspace is over its disk budget."""
-
 
 class AgentLoop:
     """A conversation with a model that acts through tools in one sandbox.
@@ -205,7 +202,6 @@ class AgentLoop:
         self._tool_message(call_id, outcome.text)
         finished = ev.ToolCallFinished.from_outcome
         self.bus.deliver(finished(outcome, step=step, tool_call_id=call_id, name=name))
-        if _DISK_BUDGET in outcome.note:
-            reason = next(p for p in outcome.note.split("; ") if _DISK_BUDGET in p)
-            self.stop.request(ev.ERROR, reason)
+        if outcome.over_budget is not None:  # the workspace is over its disk budget
+            self.stop.request(ev.ERROR, outcome.over_budget.reason)
         return well_formed

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .disk_budget import OverBudget
 from .protocols import ExecResult
 from .textbounds import head_tail, render_outputs
 
@@ -40,6 +41,9 @@ class ToolOutcome:
     """The plan, for ``update_plan``; published as ``PlanUpdated``."""
     edit: dict[str, Any] | None = None
     """For ``edit_cell``: ``{cell_id, old_source, new_source, reason, diff}``."""
+    over_budget: OverBudget | None = None
+    """Set when the call took the workspace over its disk budget: the run stops on it (not
+    an event field; the note says it for the recording)."""
 
     @classmethod
     def refused(cls, text: str) -> ToolOutcome:
@@ -76,4 +80,5 @@ class ToolOutcome:
             execution_count=res.execution_count,
             duration_s=res.duration_s,
             note=res.note,
+            over_budget=res.over_budget,
         )

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .config import SandboxLimits
+from .disk_budget import OverBudget
 from .events import Event
 
 
@@ -62,7 +63,8 @@ class ExecResult:
 
     ``outputs`` are nbformat v4 output nodes (bounded by ``SandboxLimits.output_bytes``);
     ``text`` is a short plain rendering for a model; ``note`` says what the sandbox did
-    beyond running the code (interrupt, restart, truncation).
+    beyond running the code (interrupt, restart, truncation). ``over_budget`` is set when
+    the cell took the workspace over its disk budget: the run stops on it.
     """
 
     status: str  # "ok" | "error" | "timeout" | "died"
@@ -71,6 +73,7 @@ class ExecResult:
     duration_s: float = 0.0
     execution_count: int | None = None
     note: str = ""
+    over_budget: OverBudget | None = None
 
 
 OutputCallback = Callable[[dict[str, Any]], None]

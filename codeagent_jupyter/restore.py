@@ -6,6 +6,8 @@ the snapshot is restored once more, because re-running a cell that appends to a 
 writes one with ``%%writefile`` would otherwise leave the files at a different state than
 the step had. What cannot be rebuilt (a cell that now fails, or prints something else, a
 file whose content is gone) is said in one line each, for the user and for the model.
+A snapshot whose files would take the new workspace past its disk budget, or one a full
+store has collected since, is not restored: one line says so, and the cells still re-run.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .disk_budget import DiskBudgetError
+from .errors import ConfigError
 from .protocols import SandboxPort
 from .reexecute import _difference, normalise
 from .resume import ResumePlan
@@ -70,13 +74,19 @@ async def rebuild(plan: ResumePlan, sandbox: SandboxPort, store: SnapshotStore |
     started = time.monotonic()
     done = Rebuilt(step=plan.step)
     target = Path(sandbox.workdir)
+    budget = getattr(sandbox.limits, "disk_mb", None)
     snapshot = (plan.snapshot or {}).get("snapshot")
     if snapshot is None or store is None:
         done.problems.append("no workspace snapshot in this session: files not restored")
     else:
-        restored = store.restore(snapshot, target)
-        done.files = restored.written + len(restored.kept)
-        done.problems += restored.problems
+        try:
+            restored = store.restore(snapshot, target, budget_mb=budget)
+        except (DiskBudgetError, ConfigError) as e:
+            done.problems.append(f"files not restored: {e}")
+            snapshot = None
+        else:
+            done.files = restored.written + len(restored.kept)
+            done.problems += restored.problems
     for index, cell in plan.cells:
         source = cell.source if isinstance(cell.source, str) else "".join(cell.source)
         result = await sandbox.execute(source)
@@ -91,7 +101,10 @@ async def rebuild(plan: ResumePlan, sandbox: SandboxPort, store: SnapshotStore |
             if expected != actual:
                 done.problems.append(f"{label} differs on re-run: {_difference(expected, actual)}")
     if snapshot is not None and store is not None and plan.cells:
-        store.restore(snapshot, target)  # the files as the step left them, not as re-run
+        try:  # the files as the step left them, not as re-run
+            store.restore(snapshot, target, budget_mb=budget)
+        except (DiskBudgetError, ConfigError) as e:
+            done.problems.append(f"files not restored after the re-run: {e}")
     done.seconds = time.monotonic() - started
     return done
 

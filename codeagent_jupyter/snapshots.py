@@ -2,12 +2,15 @@
 
 A session outlives its sandbox only if the files the agent made can be put back. After
 every step that ran code, the workspace is captured into a content-addressed store
-(``<workspace>/.codeagent/snapshots/``, which the sandbox cannot see): each regular file's
-bytes are stored once under their SHA-256 (two steps that leave a file alone store it once),
-and a manifest names, for every path, the blob it had. Files are read only through
-``confined.Workspace``, because the workspace is written by the code we distrust: a symlink
-is recorded as skipped, never as its target's content; FIFOs, sockets, devices and
-hard-linked files are skipped too, and nothing blocks.
+(``<workspace>/.codeagent/snapshots/`` for the CLI, which the sandbox cannot see; one store
+per user in the server's state directory): each regular file's bytes are stored once under
+their SHA-256 (two steps that leave a file alone store it once), compressed where that pays
+(``snapshot_blobs``), and a manifest names, for every path, the blob it had. A capture made
+for a session is referenced by it (``snapshot_gc``), so a full store can collect the
+oldest snapshots of closed sessions and a deleted session can release what only it held.
+Files are read only through ``confined.Workspace``, because the workspace is written by
+the code we distrust: a symlink is recorded as skipped, never as its target's content;
+FIFOs, sockets, devices and hard-linked files are skipped too, and nothing blocks.
 
 What callers can rely on:
 
@@ -15,84 +18,59 @@ What callers can rely on:
   manifest (an unchanged 100 MB file costs one ``stat``).
 - Files above ``SnapshotSettings.large_file_bytes`` are *referenced*, not copied: the manifest
   keeps their size and time, ``Capture.large`` lists them, and ``restore`` reports them when
-  the target lacks them. When storing a file would take the store past ``max_store_bytes``
-  the file is skipped with that reason. Nothing is ever silently left out.
+  the target lacks them. When storing a file would take the store (blobs and manifests, as
+  stored) past ``max_store_bytes`` even after ``reclaim`` freed what it could, the file is
+  skipped with that reason. Nothing is ever silently left out.
 - ``restore`` writes through ``confined.Workspace`` as well (the target may be a workspace
-  a sandbox wrote) and checks every blob's hash before writing it.
+  a sandbox wrote), checks every blob's hash before writing it, and with a ``budget_mb``
+  refuses (``DiskBudgetError``, nothing written) a snapshot whose files would not fit.
+- A store with a ``fallback`` (the server's shared store of earlier versions) reads the
+  snapshots it lacks from there; it never writes or collects there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import os
 import stat as stat_mod
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .atomic import write_atomic
 from .confined import RESERVED, ConfinementError, TooLargeError, Workspace
+from .disk_budget import check_room
 from .errors import ConfigError
+from .snapshot_blobs import Blobs, encode
+from .snapshot_gc import Refs
+from .snapshot_types import Capture, Reclaim, Restored, SnapshotSettings, StoreFullError
+
+__all__ = ["Capture", "Restored", "SnapshotSettings", "SnapshotStore", "StoreFullError"]
 
 SNAPSHOTS = "snapshots"
 """Folder of the store inside the workspace's ``.codeagent/``."""
 
 
-@dataclass(frozen=True)
-class SnapshotSettings:
-    """How much a session's snapshot store may hold."""
-
-    max_store_bytes: int = 2 << 30
-    """Bytes of file content the store may hold in all; a file that would pass it is skipped."""
-    large_file_bytes: int = 64 << 20
-    """Files larger than this are referenced (path, size, time), not copied."""
-    max_files: int = 20_000
-    """Entries walked per capture; a workspace with more is captured up to this many."""
-
-
-@dataclass
-class Capture:
-    """One snapshot as the session notebook records it (``to_dict``)."""
-
-    id: str
-    files: int
-    changed: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    stored_bytes: int = 0
-    large: list[str] = field(default_factory=list)
-    skipped: dict[str, str] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "snapshot": self.id,
-            "files": self.files,
-            "changed": self.changed[:50],
-            "changed_count": len(self.changed),
-            "removed": self.removed[:50],
-            "stored_bytes": self.stored_bytes,
-            "large": self.large,
-            "skipped": dict(list(self.skipped.items())[:50]),
-        }
-
-
-@dataclass
-class Restored:
-    """What ``restore`` put back, and what it could not."""
-
-    written: int = 0
-    kept: list[str] = field(default_factory=list)
-    """Large referenced files already present with the recorded size."""
-    problems: list[str] = field(default_factory=list)
-    """One line per file that could not be restored, and why."""
-
-
 class SnapshotStore:
-    """The content-addressed store of one workspace: ``objects/`` and ``manifests/``."""
+    """A content-addressed store: ``objects/``, ``manifests/`` and ``refs/``."""
 
-    def __init__(self, root: Path, settings: SnapshotSettings | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        settings: SnapshotSettings | None = None,
+        *,
+        fallback: SnapshotStore | None = None,
+        reclaim: Reclaim | None = None,
+    ) -> None:
         self.root = Path(root)
         self.settings = settings or SnapshotSettings()
+        self.fallback = fallback
+        self.reclaim = reclaim
+        self.blobs = Blobs(self.root / "objects")
+        self.refs = Refs(self.root)
+        self.full_skips = 0
+        """Captures that left a file out because the store was full (since start)."""
+        self.last_full: str | None = None
         self._bytes: int | None = None
 
     @classmethod
@@ -103,8 +81,11 @@ class SnapshotStore:
 
     # -- capture ----------------------------------------------------------------------------
 
-    def capture(self, workdir: Path, previous: str | None = None) -> Capture:
-        """Snapshot the workspace at ``workdir``; ``previous`` is the last snapshot's id."""
+    def capture(
+        self, workdir: Path, previous: str | None = None, *, session: str | None = None
+    ) -> Capture:
+        """Snapshot the workspace at ``workdir``; ``previous`` is the last snapshot's id,
+        ``session`` the session the snapshot is kept for (its reference)."""
         ws = Workspace(workdir)
         before = self._previous_files(previous)
         files: dict[str, dict[str, Any]] = {}
@@ -115,7 +96,7 @@ class SnapshotStore:
             if entry.kind != "file":
                 cap.skipped[entry.path] = f"{entry.kind}, not a regular file"
                 continue
-            record = self._capture_file(ws, entry.path, before.get(entry.path), cap)
+            record = self._capture_file(ws, entry.path, before.get(entry.path), cap, files)
             if record is not None:
                 files[entry.path] = record
                 if _content(before.get(entry.path)) != _content(record):
@@ -126,8 +107,28 @@ class SnapshotStore:
         cap.id = hashlib.sha256(body.encode()).hexdigest()[:32]
         path = self._manifest_path(cap.id)
         if not path.exists():
+            if not self._room(len(body), _digests(files)):
+                self._note_full()
+                raise StoreFullError(f"{self.settings.full_reason}: snapshot not taken")
             write_atomic(path, body)
+            self._bytes = self.stored_bytes() + len(body)
+        if session is not None:
+            self.refs.add(session, cap.id)
+        if any(why == self.settings.full_reason for why in cap.skipped.values()):
+            self._note_full()
         return cap
+
+    def _note_full(self) -> None:
+        self.full_skips += 1
+        self.last_full = self.settings.full_reason
+
+    def _room(self, needed: int, keep: set[str]) -> bool:
+        """Whether ``needed`` more bytes fit, after asking ``reclaim`` to free the rest."""
+        over = self.stored_bytes() + needed - self.settings.max_store_bytes
+        if over > 0 and self.reclaim is not None:
+            self.reclaim(over, keep)
+            over = self.stored_bytes() + needed - self.settings.max_store_bytes
+        return over <= 0
 
     def _previous_files(self, previous: str | None) -> dict[str, Any]:
         """The previous manifest's files; none when it is gone (the notebook moved)."""
@@ -139,7 +140,12 @@ class SnapshotStore:
             return {}
 
     def _capture_file(
-        self, ws: Workspace, path: str, old: dict[str, Any] | None, cap: Capture
+        self,
+        ws: Workspace,
+        path: str,
+        old: dict[str, Any] | None,
+        cap: Capture,
+        taken: dict[str, dict[str, Any]],
     ) -> dict[str, Any] | None:
         try:
             st = ws.stat(path)
@@ -164,45 +170,82 @@ class SnapshotStore:
             cap.skipped[path] = _reason(exc)
             return None
         digest = hashlib.sha256(data).hexdigest()
-        blob = self._blob_path(digest)
-        if not blob.exists():
-            if self.stored_bytes() + len(data) > self.settings.max_store_bytes:
-                cap.skipped[path] = "snapshot store is full (max_store_bytes)"
+        if not self.blobs.has(digest):
+            payload, compressed = encode(data)
+            keep = _digests(taken) | ({old["sha256"]} if old and "sha256" in old else set())
+            if not self._room(len(payload), keep):
+                cap.skipped[path] = self.settings.full_reason
                 return None
-            blob.parent.mkdir(parents=True, exist_ok=True)
-            tmp = blob.with_name(f".{blob.name}.tmp")
-            tmp.write_bytes(data)
-            os.replace(tmp, blob)
-            self._bytes = self.stored_bytes() + len(data)
+            self.blobs.put(digest, payload, compressed)
+            self._bytes = self.stored_bytes() + len(payload)
             cap.stored_bytes += len(data)
         return {"sha256": digest, "size": len(data), "mtime_ns": mtime}
 
     def stored_bytes(self) -> int:
-        """Bytes of file content in the store (counted once, then kept up to date)."""
+        """Bytes the store takes: blobs as stored, and manifests (counted once, then kept
+        up to date)."""
         if self._bytes is None:
-            objects = self.root / "objects"
-            self._bytes = (
-                sum(p.stat().st_size for p in objects.glob("*/*") if p.is_file())
-                if objects.is_dir()
-                else 0
-            )
+            self.recount()
+        assert self._bytes is not None
         return self._bytes
+
+    def recount(self) -> int:
+        """Count the store's bytes afresh (after a collection); the count."""
+        manifests = self.root / "manifests"
+        total = sum(size for _, size in self.blobs.sizes())
+        if manifests.is_dir():
+            total += sum(p.stat().st_size for p in manifests.glob("*.json"))
+        self._bytes = total
+        return total
 
     # -- read back --------------------------------------------------------------------------
 
-    def manifest(self, snapshot_id: str) -> dict[str, Any]:
-        """The manifest ``{"files": {path: record}}``; ConfigError if it is not in the store."""
+    def manifest(self, snapshot_id: str, *, own: bool = False) -> dict[str, Any]:
+        """The manifest ``{"files": {path: record}}`` (from the fallback store when this one
+        lacks it, unless ``own``); ConfigError if it is in neither."""
         if not snapshot_id or not all(c in "0123456789abcdef" for c in snapshot_id):
             raise ConfigError(f"{snapshot_id!r} is not a snapshot id")
         try:
             return json.loads(self._manifest_path(snapshot_id).read_text())
         except FileNotFoundError:
-            raise ConfigError(f"snapshot {snapshot_id} is not in {self.root}") from None
+            if self.fallback is not None and not own:
+                return self.fallback.manifest(snapshot_id)
+            raise ConfigError(
+                f"snapshot {snapshot_id} is not in {self.root} (collected, or never taken)"
+            ) from None
 
-    def restore(self, snapshot_id: str, target: Path) -> Restored:
-        """Write the snapshot's files into ``target`` (other files there are left alone)."""
+    def manifest_ids(self) -> list[str]:
+        folder = self.root / "manifests"
+        return [p.stem for p in folder.glob("*.json")] if folder.is_dir() else []
+
+    def manifest_bytes(self, snapshot_id: str) -> int:
+        try:
+            return self._manifest_path(snapshot_id).stat().st_size
+        except OSError:
+            return 0
+
+    def drop_manifest(self, snapshot_id: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._manifest_path(snapshot_id).unlink()
+
+    def _content_of(self, record: dict[str, Any]) -> bytes:
+        """A blob's bytes, from this store or the fallback (``OSError`` if in neither)."""
+        try:
+            return self.blobs.get(record["sha256"], int(record["size"]))
+        except FileNotFoundError:
+            if self.fallback is None:
+                raise
+            return self.fallback._content_of(record)
+
+    def restore(self, snapshot_id: str, target: Path, *, budget_mb: int | None = None) -> Restored:
+        """Write the snapshot's files into ``target`` (other files there are left alone);
+        with ``budget_mb``, refuse up front (``DiskBudgetError``) when they would take
+        ``target`` past that many MiB."""
         files = self.manifest(snapshot_id)["files"]
         ws = Workspace(target)
+        if budget_mb is not None:
+            adding, replacing = _restore_sizes(ws, files)
+            check_room(target, budget_mb, adding, "restoring the snapshot", replacing=replacing)
         done = Restored()
         for path, record in sorted(files.items()):
             if record.get("large"):
@@ -216,7 +259,7 @@ class SnapshotStore:
                     done.problems.append(f"{path}: large file referenced, not copied; not present")
                 continue
             try:
-                data = self._blob_path(record["sha256"]).read_bytes()
+                data = self._content_of(record)
             except OSError:
                 done.problems.append(f"{path}: its content is missing from the snapshot store")
                 continue
@@ -231,11 +274,28 @@ class SnapshotStore:
             done.written += 1
         return done
 
-    def _blob_path(self, digest: str) -> Path:
-        return self.root / "objects" / digest[:2] / digest[2:]
-
     def _manifest_path(self, snapshot_id: str) -> Path:
         return self.root / "manifests" / f"{snapshot_id}.json"
+
+
+def _digests(files: dict[str, dict[str, Any]]) -> set[str]:
+    return {r["sha256"] for r in files.values() if "sha256" in r}
+
+
+def _restore_sizes(ws: Workspace, files: dict[str, Any]) -> tuple[int, int]:
+    """Bytes a restore writes, and the bytes of the files it replaces in the target."""
+    adding = replacing = 0
+    for path, record in files.items():
+        if record.get("large"):
+            continue
+        adding += int(record.get("size", 0))
+        try:
+            st = ws.stat(path)
+        except (ConfinementError, OSError):
+            continue
+        if stat_mod.S_ISREG(st.st_mode):
+            replacing += st.st_size
+    return adding, replacing
 
 
 def _content(record: dict[str, Any] | None) -> Any:

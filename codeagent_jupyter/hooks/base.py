@@ -164,12 +164,18 @@ class HookChain:
         return verdict
 
     async def after(self, call: ToolCall, outcome: ToolOutcome) -> ToolOutcome:
+        """The outcome as the hooks leave it; a disk budget the call crossed stays on it
+        (what the sandbox measured is no hook's to take back)."""
+        over = outcome.over_budget
         for hook in self.hooks:
             ok, result = await self._call(hook, "after_tool", call, outcome)
             if not ok:
-                return ToolOutcome("error", f"Error: the {hook.name} hook failed on the result")
+                outcome = ToolOutcome("error", f"Error: the {hook.name} hook failed on the result")
+                break
             if isinstance(result, ToolOutcome):
                 outcome = result
+        if over is not None and outcome.over_budget is None:
+            outcome.over_budget = over
         return outcome
 
     async def session_event(self, method: str, info: dict[str, Any]) -> None:

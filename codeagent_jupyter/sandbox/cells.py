@@ -1,6 +1,7 @@
 """What every sandbox backend offers on top of its own ``_run``: ``execute``, ``run_command``
-and the workspace's disk budget, written once so the local and the gateway sandbox cannot
-drift apart in what a cell or a shell command returns."""
+and the workspace's disk budget (watched while the cell runs, checked after it), written
+once so the local and the gateway sandbox cannot drift apart in what a cell or a shell
+command returns."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
+from ..disk_budget import over_budget
 from ..protocols import ExecResult, OutputCallback
-from .disk import disk_note
+from .disk import INTERVAL_S, DiskWatch
 
 _SHELL_MOD = "codeagent_jupyter.sandbox.shell"
 
@@ -18,12 +20,15 @@ _SHELL_MOD = "codeagent_jupyter.sandbox.shell"
 class CellRunner:
     """Mixin for a sandbox class with ``workdir``, ``limits``, ``_lock`` and ``_run``.
 
-    ``_run(code, on_output, store_history, user_expressions, timeout)`` runs one cell and
-    returns the result with the evaluated user expressions."""
+    ``_run(code, on_output, store_history, user_expressions, timeout, watch)`` runs one cell
+    and returns the result with the evaluated user expressions; it interrupts the cell once
+    ``watch.over`` is set, as it does past the cell's timeout."""
 
     workdir: Path
     limits: SandboxLimits
     _lock: asyncio.Lock
+    disk_watch_s: float | None = INTERVAL_S
+    """Seconds between measures of the workspace while a cell runs (None: only after it)."""
 
     async def _run(
         self,
@@ -32,8 +37,32 @@ class CellRunner:
         store_history: bool,
         user_expressions: dict[str, str],
         timeout: float | None = None,
+        watch: DiskWatch | None = None,
     ) -> tuple[ExecResult, dict[str, Any]]:
         raise NotImplementedError
+
+    async def _watched(
+        self,
+        code: str,
+        on_output: OutputCallback | None,
+        store_history: bool,
+        user_expressions: dict[str, str],
+        timeout: float | None = None,
+    ) -> tuple[ExecResult, dict[str, Any]]:
+        """``_run`` under a ``DiskWatch`` of the workspace (where it is visible here), and
+        the disk budget checked once more after the cell."""
+        watch = None
+        if self.workdir.is_dir():
+            watch = DiskWatch(self.workdir, self.limits.disk_mb, self.disk_watch_s)
+            watch.start()
+        try:
+            result, exprs = await self._run(
+                code, on_output, store_history, user_expressions, timeout, watch
+            )
+        finally:
+            if watch is not None:
+                await watch.stop()
+        return self._check_disk(result, watch), exprs
 
     async def execute(
         self,
@@ -49,8 +78,8 @@ class CellRunner:
         ``timeout`` overrides ``limits.cell_timeout`` for this one cell.
         """
         async with self._lock:
-            result, _ = await self._run(code, on_output, store_history, {}, timeout)
-            return self._check_disk(result)
+            result, _ = await self._watched(code, on_output, store_history, {}, timeout)
+            return result
 
     async def run_command(
         self, command: str, *, on_output: OutputCallback | None = None
@@ -60,20 +89,29 @@ class CellRunner:
         code = f"__import__({_SHELL_MOD!r}, fromlist=['run']).run({command!r})"
         expr = f"__import__({_SHELL_MOD!r}, fromlist=['run']).last_exit_code"
         async with self._lock:
-            result, exprs = await self._run(code, on_output, False, {"rc": expr})
+            result, exprs = await self._watched(code, on_output, False, {"rc": expr})
         result.execution_count = None
         rc = exprs.get("rc", {}).get("data", {}).get("text/plain")
         if result.status == "ok" and rc not in (None, "0"):
             result.status = "error"
             result.note = f"exit code {rc}"
-        return self._check_disk(result)
+        return result
 
-    def _check_disk(self, result: ExecResult) -> ExecResult:
-        """Turn a cell that left the workspace over ``limits.disk_mb`` into an error (for a
-        remote kernel: where the workspace is a shared volume visible here)."""
-        if self.workdir.is_dir():
-            note = disk_note(self.workdir, self.limits.disk_mb)
-            if note:
-                result.status = "error"
-                result.note = f"{result.note}; {note}" if result.note else note
+    def _check_disk(self, result: ExecResult, watch: DiskWatch | None) -> ExecResult:
+        """Turn a cell that took the workspace over ``limits.disk_mb`` (while it ran, or by
+        the end) into an error that carries ``over_budget``, the typed reason the agent loop
+        stops on. A remote kernel's workspace is checked where it is visible here (a shared
+        volume)."""
+        if watch is None:
+            return result
+        over = over_budget(self.workdir, self.limits.disk_mb)
+        crossed = watch.over
+        if crossed is not None and (over is None or over.used_bytes < crossed.used_bytes):
+            over = crossed
+        if over is None:
+            return result
+        note = over.reason + ("; the cell was interrupted" if crossed is not None else "")
+        result.status = "error"
+        result.over_budget = over
+        result.note = f"{result.note}; {note}" if result.note else note
         return result

@@ -1,52 +1,88 @@
-"""The workspace disk budget (``SandboxLimits.disk_mb``), checked after every cell.
+"""The workspace disk budget while a cell runs: measured every quarter second, off the loop.
 
 RLIMIT_FSIZE bounds one file, not how many a cell writes, and a quota needs root and a
-filesystem that has them, so the client measures the workspace itself. The walk never
-follows symbolic links (a link to / would otherwise count the whole machine) and stops
-after a bounded number of entries, so a cell cannot make the check itself expensive.
+filesystem that has them, so the client measures the workspace itself (``disk_budget``:
+apparent sizes, so sparse files count their length). Checking only after the cell let a
+cell write as much as it liked for as long as it ran; ``DiskWatch`` measures while it runs
+and tells the cell's wait loop as soon as the budget is crossed, which interrupts the cell
+(then restarts the kernel if it does not stop).
+
+What callers can rely on: a cell that ends before the first interval costs no measurement
+at all (a timer, cancelled); each measure runs in a worker thread, so the server's event
+loop never waits for a large tree; the interval stretches so that measuring takes at most
+``MAX_SHARE`` of one CPU, whatever the workspace holds.
 """
 
 from __future__ import annotations
 
-import os
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-_MIB = 1024 * 1024
-MAX_ENTRIES = 200_000
-"""Directory entries looked at per check; beyond that the usage seen so far is used."""
-NOTE_PREFIX = "workspace disk budget of"
-"""Start of the note on a cell that exceeded the budget (the agent loop stops on it)."""
+from ..disk_budget import OverBudget, workspace_bytes
+
+INTERVAL_S = 0.25
+"""Seconds between two measures of a small workspace while a cell runs."""
+MAX_SHARE = 0.02
+"""Most of one CPU the measures may take: a walk of ``t`` s waits ``t / MAX_SHARE`` s."""
 
 
-def workspace_bytes(root: Path, max_entries: int = MAX_ENTRIES) -> int:
-    """Bytes of disk used under ``root`` (allocated blocks; hard links counted once)."""
-    total, seen, entries = 0, set(), 0
-    stack = [str(root)]
-    while stack and entries < max_entries:
-        try:
-            with os.scandir(stack.pop()) as it:
-                for entry in it:
-                    entries += 1
-                    if entries >= max_entries:
-                        break
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-                    if (st.st_dev, st.st_ino) in seen:
-                        continue
-                    seen.add((st.st_dev, st.st_ino))
-                    total += max(getattr(st, "st_blocks", 0) * 512, 0)
-        except OSError:
-            continue
-    return total
+class DiskWatch:
+    """Measures one workspace while one cell runs; ``over`` is set once it passes its budget.
 
+    ``on_over`` (optional) is called once, on the event loop, when that happens: a wait loop
+    that sleeps on a queue uses it to wake up. ``interval_s`` None watches nothing (the
+    check after the cell still happens).
+    """
 
-def disk_note(root: Path, budget_mb: int) -> str | None:
-    """The note for a workspace over ``budget_mb`` MiB, or None when it is within."""
-    used = workspace_bytes(root)
-    if used <= budget_mb * _MIB:
-        return None
-    return f"{NOTE_PREFIX} {budget_mb} MiB exceeded ({used / _MIB:.0f} MiB used)"
+    def __init__(
+        self,
+        root: Path,
+        budget_mb: int,
+        interval_s: float | None = INTERVAL_S,
+        on_over: Callable[[], None] | None = None,
+    ) -> None:
+        self.root = root
+        self.budget_bytes = budget_mb * 1024 * 1024
+        self.budget_mb = budget_mb
+        self.interval_s = interval_s
+        self.on_over = on_over
+        self.over: OverBudget | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self.interval_s is None:
+            return
+        loop = asyncio.get_running_loop()
+        self._timer = loop.call_later(self.interval_s, self._begin)
+
+    def _begin(self) -> None:
+        self._timer = None
+        self._task = asyncio.ensure_future(self._watch())
+
+    async def _watch(self) -> None:
+        assert self.interval_s is not None
+        while True:
+            began = time.perf_counter()
+            used = await asyncio.to_thread(workspace_bytes, self.root)
+            took = time.perf_counter() - began
+            if used > self.budget_bytes:
+                self.over = OverBudget(self.budget_mb, used)
+                if self.on_over is not None:
+                    self.on_over()
+                return
+            await asyncio.sleep(max(self.interval_s, took / MAX_SHARE - took))
+
+    async def stop(self) -> None:
+        """End the watch (the cell is over); a measure in flight is abandoned."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None

@@ -27,6 +27,7 @@ from ..config import SandboxLimits
 from ..errors import ConfigError, SandboxError
 from ..protocols import ExecResult, OutputCallback
 from .cells import CellRunner
+from .disk import DiskWatch
 from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV
 from .gateway_cell import UNREACHABLE, collect, result, watching
 from .gateway_wire import CLOSED, GatewayError, GatewayWire
@@ -231,6 +232,7 @@ class GatewaySandbox(CellRunner):
         store_history: bool,
         user_expressions: dict[str, str],
         timeout: float | None = None,
+        watch: DiskWatch | None = None,
     ) -> tuple[ExecResult, dict[str, Any]]:
         notes: list[str] = []
         collector = OutputCollector(self.limits.output_bytes, on_output)
@@ -254,7 +256,7 @@ class GatewaySandbox(CellRunner):
             ), {}
         try:
             async with watching(self, queue):
-                return await collect(self, queue, collector, start, timeout, notes)
+                return await collect(self, queue, collector, start, timeout, notes, watch)
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
                 await self.interrupt()

@@ -53,30 +53,43 @@ async def collect(
     start: float,
     timeout: float | None,
     notes: list[str],
+    watch: Any = None,
 ) -> tuple[ExecResult, dict[str, Any]]:
+    """Wait for the cell; its ladder (interrupt, then replace the kernel) starts at the
+    timeout or when ``watch`` (a ``DiskWatch``) finds the workspace over its budget."""
     timeout = box.limits.cell_timeout if timeout is None else timeout
     reply: dict[str, Any] | None = None
     idle, count, interrupted_at = False, None, None
-    reconnected = False
+    reconnected, by_disk = False, False
     loop = asyncio.get_running_loop()
     # The timeout ladder is woken by a timer, not by polling: a message costs one queue get.
     timer = loop.call_at(start + timeout + 0.01, queue.put_nowait, TICK)
+    if watch is not None:
+        watch.on_over = lambda: queue.put_nowait(TICK)
     try:
         while reply is None or not idle:
             now = time.monotonic()
-            if interrupted_at is None and now - start >= timeout:
+            crossed = watch is not None and watch.over is not None
+            if interrupted_at is None and (now - start >= timeout or crossed):
+                by_disk = now - start < timeout
                 await box.interrupt()
                 interrupted_at = now
+                if by_disk:  # the next step of the ladder: after the grace, not the timeout
+                    timer.cancel()
+                    timer = loop.call_at(now + box.interrupt_grace + 0.01, queue.put_nowait, TICK)
             elif interrupted_at is not None and now - interrupted_at >= box.interrupt_grace:
+                why = "" if by_disk else f" after {timeout:g} s (cell_timeout)"
                 notes.append(
-                    f"interrupted after {timeout:g} s (cell_timeout); it did not stop within "
+                    f"interrupted{why}; it did not stop within "
                     f"{box.interrupt_grace:g} s, so the kernel is replaced; state lost"
                 )
-                return _replace(box, "timeout", collector, start, count, notes), {}
+                status = "error" if by_disk else "timeout"
+                return _replace(box, status, collector, start, count, notes), {}
             msg = await queue.get()
             if msg is TICK:  # re-armed for the next step of the ladder
                 due = start + timeout if interrupted_at is None else interrupted_at
                 due += 0 if interrupted_at is None else box.interrupt_grace
+                timer.cancel()  # a tick from the disk watch comes before the timer's
                 timer = loop.call_at(max(due, loop.time()) + 0.01, queue.put_nowait, TICK)
                 continue
             if msg is CLOSED and not reconnected:
@@ -104,7 +117,7 @@ async def collect(
                 collector.add(msg)
         reply_content = reply["content"]
         count = reply_content.get("execution_count", count)
-        if interrupted_at is not None:
+        if interrupted_at is not None and not by_disk:
             notes.append(f"interrupted after {timeout:g} s (cell_timeout); state kept")
             status = "timeout"
         else:

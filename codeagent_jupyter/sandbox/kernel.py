@@ -26,6 +26,7 @@ from ..config import SandboxLimits
 from ..errors import ConfigError, SandboxError
 from ..protocols import ExecResult, OutputCallback
 from .cells import CellRunner
+from .disk import DiskWatch
 from .isolation import (
     ALLOW_UNCONFINED_ENV,
     LIMITS_ENV,
@@ -210,6 +211,7 @@ class Sandbox(CellRunner):
         store_history: bool,
         user_expressions: dict[str, str],
         timeout: float | None = None,
+        watch: DiskWatch | None = None,
     ) -> tuple[ExecResult, dict[str, Any]]:
         if self._km is None:
             raise SandboxError("sandbox is not started")
@@ -229,7 +231,7 @@ class Sandbox(CellRunner):
             user_expressions=user_expressions,
         )
         try:
-            return await self._collect(msg_id, collector, start, timeout, notes)
+            return await self._collect(msg_id, collector, start, timeout, notes, watch)
         except asyncio.CancelledError:
             await self._abandon()
             raise
@@ -241,21 +243,30 @@ class Sandbox(CellRunner):
         start: float,
         timeout: float,
         notes: list[str],
+        watch: DiskWatch | None = None,
     ) -> tuple[ExecResult, dict[str, Any]]:
-        """Read the cell's messages until idle, applying the timeout ladder and death checks."""
+        """Read the cell's messages until idle, applying the timeout ladder and death checks.
+
+        The ladder (interrupt, then restart after ``interrupt_grace``) starts at the
+        timeout, or as soon as ``watch`` finds the workspace over its disk budget."""
         status, count, interrupted_at, end = "", None, None, 0.0
+        by_disk = False
         next_check = start + _POLL_S
         while True:
             now = time.monotonic()
-            if interrupted_at is None and now - start >= timeout:
+            if interrupted_at is None and (
+                now - start >= timeout or (watch is not None and watch.over is not None)
+            ):
+                by_disk = now - start < timeout
                 await self.interrupt()
                 interrupted_at = now
             elif interrupted_at is not None and now - interrupted_at >= self.interrupt_grace:
                 end = now
                 await self.restart()
-                status = "timeout"
+                status = "error" if by_disk else "timeout"
+                why = "" if by_disk else f" after {timeout:g} s (cell_timeout)"
                 notes.append(
-                    f"interrupted after {timeout:g} s (cell_timeout); it did not stop within "
+                    f"interrupted{why}; it did not stop within "
                     f"{self.interrupt_grace:g} s, so the kernel was restarted; state lost"
                 )
                 break
@@ -290,7 +301,7 @@ class Sandbox(CellRunner):
             content = reply["content"] if reply else {}
             count = content.get("execution_count", count)
             exprs = content.get("user_expressions") or {}
-            after = timeout if interrupted_at is not None else None
+            after = timeout if interrupted_at is not None and not by_disk else None
             status, note = reply_status(content, after, self.limits)
             notes.extend([note] if note else [])
         outputs = collector.finish()

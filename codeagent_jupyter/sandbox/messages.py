@@ -23,7 +23,7 @@ ENFORCED_BY_CLIENT = {
     "cell_timeout": "interrupt, then restart",
     "output_bytes": "truncate",
     "stdin": "disabled",
-    "disk": "workspace checked after each cell",
+    "disk": "workspace measured while each cell runs (file lengths)",
 }
 """Limits this client enforces itself, whatever the launcher could apply."""
 

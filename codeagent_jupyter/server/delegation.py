@@ -32,8 +32,6 @@ def offer_helpers(
     recorder: Any,
 ) -> Any:
     """``loop`` with the ``delegate`` tool when the administrator enabled it, else ``loop``."""
-    from .revive import store_of
-
     settings = manager.settings
     if settings.delegate_max_per_call <= 0:
         return loop
@@ -54,6 +52,15 @@ def offer_helpers(
         child_max_steps=settings.delegate_max_steps,
     )
     notebooks = manager.sessions_dir / "helpers" / session.id
-    delegator = Delegator(loop.model, workdir, helper_sandbox, store_of(manager), notebooks, caps)
+    delegator = Delegator(
+        loop.model,
+        workdir,
+        helper_sandbox,
+        manager.snapshots.store_for(session.owner),
+        notebooks,
+        caps,
+        session=session.id,
+        disk_mb=limits.disk_mb,
+    )
     delegator.count_earlier(recorder.notebook)
     return offer_delegate(loop, delegator)

@@ -85,7 +85,7 @@ class HealthHandler(BaseHandler):
     @authorized
     async def get(self) -> None:
         await self.manager.ensure_pool()
-        self.reply(self.manager.health())
+        self.reply(self.manager.health(self.owner))
 
 
 class WarmHandler(BaseHandler):

@@ -25,6 +25,7 @@ from .policy import Caller, check_max_steps, check_text, session_limits
 from .revive import attach_hooks, pause, revive, snapshot_sink
 from .session import AgentSession
 from .signing import SessionSigner, UnsignedNotebook
+from .snapshot_areas import SnapshotAreas, protected_sessions
 from .store import load_saved_sessions
 from .supply import SandboxSupply, shutdown_quietly
 from .uploads import UploadStore
@@ -68,6 +69,11 @@ class SessionManager:
         self.signer = SessionSigner(self.state_dir, self.log)
         self.models = ModelRegistry(settings, self.root_dir)
         self.uploads = UploadStore(self.state_dir / "uploads", settings.max_upload_mb)
+        self.snapshots = SnapshotAreas(
+            self.state_dir / "snapshots",
+            settings.snapshot_quota_mb,
+            lambda owner: protected_sessions(self.sessions.values(), owner),
+        )
         self._reaper: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -113,8 +119,9 @@ class SessionManager:
         await self.supply.warm(owner, workdir, self.settings.warm_ttl)
         return {"warm": True, "pool": self.supply.status()}
 
-    def health(self) -> dict[str, Any]:
-        """Model settings (no secret), what the sandbox really enforces, pool and sessions.
+    def health(self, owner: str | None = None) -> dict[str, Any]:
+        """Model settings (no secret), what the sandbox really enforces, pool and sessions;
+        with ``owner``, that user's snapshot store (its use, and skipped snapshots and why).
 
         ``unconfined`` (also under ``sandbox``) is None until a sandbox has started and
         reported what it enforces on this machine.
@@ -144,6 +151,7 @@ class SessionManager:
             },
             "max_sessions_per_user": self.settings.max_sessions_per_user,
             "approval": dict(self.settings.approval),
+            "snapshots": self.snapshots.status(owner),
         }
 
     # -- sessions -------------------------------------------------------------------------
@@ -204,7 +212,8 @@ class SessionManager:
         chosen = self.models.model_for(model)
         workdir = self.resolver.workdir_for(notebook_path)
         notebook = await self.resolver.read(notebook_path) if notebook_path else None
-        chosen_uploads = self.uploads.take(owner, uploads or [])  # 404 before any sandbox
+        # 404 (or 413 over the disk budget) before any sandbox
+        chosen_uploads = self.uploads.take(owner, uploads or [], chosen_limits.disk_mb)
 
         session_id = uuid.uuid4().hex[:12]
         path = self.sessions_dir / f"{session_id}.ipynb"
@@ -308,6 +317,7 @@ class SessionManager:
         session = self.get(session_id, caller, change=True)
         session.deleted = True
         await session.close()
+        self.snapshots.release(session.owner, session.id)  # what only it held
         return session
 
     # -- housekeeping ---------------------------------------------------------------------

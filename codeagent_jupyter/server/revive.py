@@ -38,9 +38,10 @@ FORK = body_schema({"prompt": "string"}, {"step": "integer"})
 """The body of ``POST …/fork``: the new request, and the step to fork after (default: end)."""
 
 
-def store_of(manager: Any) -> SnapshotStore:
-    """The server's snapshot store: in its state directory, out of every sandbox's reach."""
-    return SnapshotStore(manager.state_dir / "snapshots")
+def store_of(manager: Any, owner: str) -> SnapshotStore:
+    """``owner``'s snapshot store: in the server's state directory, out of every sandbox's
+    reach, bounded by the per-user quota (``snapshot_areas``)."""
+    return manager.snapshots.store_for(owner)
 
 
 def snapshot_sink(manager: Any, session: AgentSession, recorder: Any, workdir: Any) -> None:
@@ -49,7 +50,8 @@ def snapshot_sink(manager: Any, session: AgentSession, recorder: Any, workdir: A
     if session.snapshots is not None:  # resumed again: the same sink, the current notebook
         session.snapshots.meta, session.snapshots.workdir = meta, workdir
         return
-    session.snapshots = SnapshotRecorder(store_of(manager), workdir, meta)
+    store = store_of(manager, session.owner)
+    session.snapshots = SnapshotRecorder(store, workdir, meta, session=session.id)
     session.bus.subscribe(session.snapshots.emit, first=True)
 
 
@@ -127,6 +129,7 @@ async def revive(
             notebook_path=parent.notebook_path,
             model=model.name,
         )
+        session.source = parent.id
         manager.sessions[new_id] = session
     else:
         session = parent
@@ -195,7 +198,7 @@ async def _rebuild(r: _Revival) -> tuple[Rebuilt, Any, Any]:
     from .delegation import offer_helpers
 
     manager, parent, session, todo, workdir = r.manager, r.parent, r.session, r.todo, r.workdir
-    rebuilt = await rebuild(todo, r.sandbox, store_of(manager))
+    rebuilt = await rebuild(todo, r.sandbox, store_of(manager, parent.owner))
     if r.fork:
         recorder = NotebookRecorder(
             session.path, session_id=session.id, on_saved=manager.signer.saved

@@ -73,6 +73,8 @@ class AgentSession:
         """A resume or fork rebuilding this session in the background (``revive``)."""
         self.snapshots: Any = None
         """The session's snapshot sink, once subscribed (one per session)."""
+        self.source: str | None = None
+        """For a fork: the session it was forked from (its snapshots are being read)."""
         self.hooks: Any = None
         """The ``HookChain`` of the session's current loop, if hooks are enabled."""
 
@@ -121,6 +123,7 @@ class AgentSession:
             "pending_approvals": sorted(self._approvals),
             "paused": self.paused,
             "restored": self.restored,
+            "snapshots": self.snapshots.status() if self.snapshots is not None else None,
         }
 
     def detail(self) -> dict[str, Any]:

@@ -207,6 +207,14 @@ class CodeAgent(Configurable):
     warm_ttl = Float(
         300.0, config=True, help="Seconds a sandbox pre-acquired by /warm waits for its session."
     )
+    snapshot_quota_mb = Float(
+        1024.0,
+        config=True,
+        help="Disk each user's workspace snapshots may take on the server, in MiB (stored "
+        "compressed, shared between steps). When full, that user's oldest snapshots of closed "
+        "sessions are collected first; files that still do not fit are skipped, and health "
+        "and the session summary say so.",
+    )
 
     @validate("preload")
     def _check_preload(self, proposal: dict[str, Any]) -> list[str] | None:
@@ -230,6 +238,13 @@ class CodeAgent(Configurable):
         if proposal["value"] < 0:
             raise ValueError(f"{proposal['trait'].name} must not be negative")
         return int(proposal["value"])
+
+    @validate("snapshot_quota_mb")
+    def _check_quota(self, proposal: dict[str, Any]) -> float:
+        value = proposal["value"]
+        if not value > 0 or value == float("inf"):
+            raise ValueError("snapshot_quota_mb must be a positive, finite number of MiB")
+        return float(value)
 
     @validate("max_prompt_chars", "max_steps", "result_chars")
     def _check_positive(self, proposal: dict[str, Any]) -> int:

@@ -9,6 +9,10 @@ already runs untrusted code, and only the other way round (sandbox → user) is 
 Uploads are capped (``c.CodeAgent.max_upload_mb``): a larger Content-Length is answered 413
 before any byte is read, a chunked body is cut off at the cap. The body is streamed to a
 file in the server's own state dir (outside every workspace) with its SHA-256 checked.
+A user has at most ``MAX_PENDING`` uploads at once, stored or still arriving: the slot is
+taken when the upload begins (before its first byte), in the same step that counts the
+slots taken, and given back if the upload fails, so the bound on the server's disk
+(``MAX_PENDING`` times ``max_upload_mb`` per user) holds however many arrive together.
 """
 
 from __future__ import annotations
@@ -65,19 +69,34 @@ class UploadStore:
         self.max_mb = max_mb
         self.max_bytes = int(max_mb * 1024 * 1024)
         self.uploads: dict[str, Upload] = {}
+        """Stored uploads, waiting for a session."""
+        self.arriving: dict[str, Upload] = {}
+        """Uploads begun whose body is still arriving: each holds its owner's slot."""
 
     def begin(self, owner: str, name: str, fmt: str) -> Upload:
+        """Reserve one of ``owner``'s slots (429 when all are taken) for a new upload.
+
+        Synchronous, with no wait between the count and the reservation: on the server's
+        one event loop no other upload can begin in between."""
         self.expire()
-        if sum(1 for u in self.uploads.values() if u.owner == owner) >= MAX_PENDING:
+        held = (*self.uploads.values(), *self.arriving.values())
+        taken = sum(1 for u in held if u.owner == owner)
+        if taken >= MAX_PENDING:
             raise ApiError(
-                429, f"{MAX_PENDING} uploads are already waiting for a session; start one first"
+                429,
+                f"{MAX_PENDING} uploads are already waiting for a session or arriving; "
+                "start a session first",
             )
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         upload_id = secrets.token_hex(16)
         path = self.directory / f"{upload_id}.{FORMATS[fmt]}"
-        return Upload(upload_id, owner, name, fmt, path, created=time.time())
+        upload = Upload(upload_id, owner, name, fmt, path, created=time.time())
+        self.arriving[upload_id] = upload
+        return upload
 
     def add(self, upload: Upload) -> None:
+        """The upload arrived whole: it keeps its slot until a session takes it."""
+        self.arriving.pop(upload.id, None)
         self.uploads[upload.id] = upload
 
     def expire(self) -> None:
@@ -86,13 +105,18 @@ class UploadStore:
             self.discard([upload])
 
     def discard(self, uploads: list[Upload]) -> None:
+        """Forget ``uploads`` (stored or arriving) and delete their files: slots freed."""
         for upload in uploads:
             self.uploads.pop(upload.id, None)
+            self.arriving.pop(upload.id, None)
             with contextlib.suppress(OSError):
                 upload.path.unlink()
 
-    def take(self, owner: str, ids: list[str]) -> list[Upload]:
-        """The caller's uploads ``ids`` (404 for unknown or someone else's), now claimed."""
+    def take(self, owner: str, ids: list[str], budget_mb: int | None = None) -> list[Upload]:
+        """The caller's uploads ``ids`` (404 for unknown or someone else's), now claimed.
+
+        Staged, they are files the sandbox holds, so together they must fit its disk
+        budget ``budget_mb``: 413, before any is claimed, when they do not."""
         chosen = []
         for upload_id in ids:
             upload = self.uploads.get(upload_id)
@@ -102,6 +126,13 @@ class UploadStore:
         names = [u.name for u in chosen]
         if len(set(names)) != len(names):
             raise ApiError(400, "two uploads have the same variable name")
+        total = sum(u.size for u in chosen)
+        if budget_mb is not None and total > budget_mb * 1024 * 1024:
+            raise ApiError(
+                413,
+                f"the uploaded variables ({total / 1048576:.1f} MiB) would pass the sandbox's "
+                f"disk budget of {budget_mb} MiB (disk_mb); not staged",
+            )
         for upload in chosen:
             del self.uploads[upload.id]
         return chosen

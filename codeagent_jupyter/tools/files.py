@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from ..confined import ConfinementError, Entry, TooLargeError, Workspace, kind
+from ..disk_budget import DiskBudgetError, check_room
 from ..errors import ToolArgumentError, ToolError
 
 MAX_READ_BYTES = 20_000_000
@@ -107,13 +108,24 @@ def read_file(ws: Workspace, path: str, start: int | None, end: int | None, budg
     return "\n".join(out)
 
 
-def write_file(ws: Workspace, path: str, content: str) -> str:
-    """Write ``content`` atomically (temp file + rename), creating parent directories."""
+def write_file(ws: Workspace, path: str, content: str, budget_mb: int | None = None) -> str:
+    """Write ``content`` atomically (temp file + rename), creating parent directories;
+    refused before writing when the workspace would pass its disk budget ``budget_mb``."""
     _needs_path("write_file", path)
     rel = ws.relpath(path)
     data = content.encode("utf-8")
     if len(data) > MAX_WRITE_BYTES:
         raise ToolError(f"content is too big ({len(data)} bytes, limit {MAX_WRITE_BYTES})")
+    if budget_mb is not None:
+        try:
+            old = ws.stat(path)
+            replacing = old.st_size if stat.S_ISREG(old.st_mode) else 0
+        except (ConfinementError, OSError):
+            replacing = 0
+        try:
+            check_room(ws.root, budget_mb, len(data), f"writing {rel}", replacing=replacing)
+        except DiskBudgetError as e:
+            raise ToolError(str(e)) from None
     try:
         existed = ws.write_bytes(path, data)
     except IsADirectoryError:

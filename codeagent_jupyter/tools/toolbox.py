@@ -115,7 +115,8 @@ class ToolBox:
         return await self._in_thread(files.read_file, path, start_line, end_line, self.result_chars)
 
     async def _write_file(self, *, path: str, content: str, on_output: Any = None) -> ToolOutcome:
-        return await self._in_thread(files.write_file, path, content)
+        budget = getattr(getattr(self.sandbox, "limits", None), "disk_mb", None)
+        return await self._in_thread(files.write_file, path, content, budget)
 
     async def _list_files(self, *, path: str = ".", on_output: Any = None) -> ToolOutcome:
         return await self._in_thread(files.list_files, path, self.result_chars, self.file_timeout_s)

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from codeagent_jupyter.disk_budget import DiskBudgetError
 from codeagent_jupyter.errors import ConfigError
+from codeagent_jupyter.snapshot_gc import collect, release
 from codeagent_jupyter.snapshots import SnapshotSettings, SnapshotStore
 
 
@@ -106,8 +108,8 @@ def test_large_files_are_referenced_not_copied(ws: Path, tmp_path: Path) -> None
 
 
 def test_store_bound_skips_with_a_reason(ws: Path) -> None:
-    (ws / "a.txt").write_bytes(b"a" * 600)
-    (ws / "b.txt").write_bytes(b"b" * 600)
+    (ws / "a.txt").write_bytes(os.urandom(600))  # random: stored as it is, 600 bytes
+    (ws / "b.txt").write_bytes(os.urandom(600))
     store = SnapshotStore.for_workspace(ws, SnapshotSettings(max_store_bytes=1000))
     cap = store.capture(ws)
     assert cap.files == 1
@@ -127,3 +129,90 @@ def test_damaged_blob_and_bad_ids_are_reported(ws: Path, tmp_path: Path) -> None
         store.manifest("../../etc")
     with pytest.raises(ConfigError, match="not in"):
         store.manifest("ab" * 16)
+
+
+def test_zeros_are_stored_compressed_and_old_plain_blobs_still_restore(
+    ws: Path, tmp_path: Path
+) -> None:
+    with open(ws / "sparse.bin", "wb") as f:  # 48 MiB long, one byte written
+        f.seek((48 << 20) - 1)
+        f.write(b"1")
+    (ws / "random.bin").write_bytes(os.urandom(200_000))
+    store = SnapshotStore.for_workspace(ws)
+    cap = store.capture(ws)
+    assert cap.stored_bytes == (48 << 20) + 200_000  # what the files hold
+    sizes = {p.name.endswith(".z"): p.stat().st_size for p in _blobs(store)}
+    assert sizes[True] < 300_000  # the zeros, compressed
+    assert sizes[False] == 200_000  # random bytes do not compress: kept as they are
+    target = tmp_path / "t"
+    target.mkdir()
+    assert store.restore(cap.id, target).problems == []
+    assert (target / "sparse.bin").read_bytes() == (ws / "sparse.bin").read_bytes()
+
+    # A store written before compression: plain blobs named by their hash.
+    old = SnapshotStore(tmp_path / "old")
+    (ws / "sparse.bin").unlink()
+    plain = old.capture(ws)
+    (blob,) = _blobs(old)
+    assert not blob.name.endswith(".z")
+    again = tmp_path / "again"
+    again.mkdir()
+    newer = SnapshotStore(tmp_path / "newer", fallback=old)  # reads what it lacks there
+    assert newer.restore(plain.id, again).written == 1
+    assert (again / "random.bin").read_bytes() == (ws / "random.bin").read_bytes()
+
+
+def test_a_restore_over_the_budget_writes_nothing(ws: Path, tmp_path: Path) -> None:
+    (ws / "a.bin").write_bytes(os.urandom(3 << 20))
+    store = SnapshotStore.for_workspace(ws)
+    cap = store.capture(ws)
+    target = tmp_path / "t"
+    target.mkdir()
+    with pytest.raises(DiskBudgetError, match="past its disk budget of 2 MiB"):
+        store.restore(cap.id, target, budget_mb=2)
+    assert list(target.iterdir()) == []
+    assert store.restore(cap.id, target, budget_mb=4).written == 1
+    assert store.restore(cap.id, target, budget_mb=4).written == 1  # replaces: still fits
+
+
+def test_collection_takes_the_oldest_of_closed_sessions_and_keeps_shared_blobs(
+    ws: Path, tmp_path: Path
+) -> None:
+    closed: set[str] = set()
+
+    def reclaim(needed: int, keep: set[str]) -> int:
+        return collect(store, needed, {"s1", "s2", "s3"} - closed, keep)
+
+    store = SnapshotStore(tmp_path / "store", SnapshotSettings(max_store_bytes=7 << 20))
+    store.reclaim = reclaim
+    shared = os.urandom(1 << 20)
+    (ws / "shared.bin").write_bytes(shared)
+    (ws / "old.bin").write_bytes(os.urandom(3 << 20))
+    first = store.capture(ws, session="s1")
+    (ws / "old.bin").unlink()
+    (ws / "mid.bin").write_bytes(os.urandom(2 << 20))
+    second = store.capture(ws, first.id, session="s1")
+    assert second.skipped == {}  # 6 MiB of 7
+    (ws / "mid.bin").unlink()
+    (ws / "new.bin").write_bytes(os.urandom(3 << 20))
+    assert store.capture(ws, session="s2").skipped == {
+        "new.bin": "snapshot store is full (max_store_bytes)"
+    }
+    assert store.full_skips == 1
+
+    closed.add("s1")  # s1's oldest snapshot goes first: old.bin; shared.bin is s2's too
+    third = store.capture(ws, session="s2")
+    assert third.skipped == {}
+    with pytest.raises(ConfigError, match="collected"):
+        store.manifest(first.id)
+    assert store.manifest(second.id)  # the newer one of s1 was not needed
+    target = tmp_path / "t"
+    target.mkdir()
+    assert store.restore(third.id, target).problems == []
+    assert (target / "shared.bin").read_bytes() == shared
+
+    before = store.stored_bytes()
+    freed = release(store, "s2")  # what only s2 held: new.bin; shared.bin stays for s1
+    assert freed >= 3 << 20 and store.stored_bytes() == before - freed
+    assert store.restore(second.id, tmp_path / "t").problems == []
+    assert release(store, "s1") > 0 and _blobs(store) == []
