@@ -5,11 +5,14 @@ its checker reads what the run left behind. ``--baseline one-shot`` runs the sam
 the same model asked once for a complete script, run once with no feedback: the ratio of the
 two success rates is what the loop adds. ``--model recorded`` replays the hand-scripted
 recordings in ``bench/tasks/recordings`` instead of calling a model (how CI proves the
-checkers, offline). Every session notebook is kept in ``--out``, with ``results.json``.
+checkers, offline); with ``--baseline one-shot`` it replays each task's naive script (the
+hard tier's ``NAIVE``) as the one-shot reply. ``--tier`` picks the easy suite (the default),
+the hard tier, or both. Every session notebook is kept in ``--out``, with ``results.json``.
 
     python bench/agent_eval.py --base-url http://127.0.0.1:8080/v1 --model local \\
         --tasks 'clean_*,bar_chart' --parallel 2 --baseline one-shot --out eval-out
     python bench/agent_eval.py --model recorded --recording wrong --tasks '*'
+    python bench/agent_eval.py --model recorded --tier hard --baseline one-shot
 
 Exit codes: 0 the suite ran (whatever the success rate), 1 a run broke down, 2 bad usage.
 Errors are one line on stderr.
@@ -31,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.tasks import Task, load_tasks
+from bench.tasks import TIERS, Task, load_tasks
 from bench.tasks._runner import Outcome, prepare, run_agent, run_one_shot
 from codeagent_jupyter.config import SandboxLimits
 from codeagent_jupyter.errors import CodeAgentError, ConfigError
@@ -57,6 +60,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--model", required=True, help="model name, or 'recorded' (no model)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     p.add_argument("--tasks", default="*", help="comma-separated globs of names or categories")
+    p.add_argument(
+        "--tier",
+        choices=(*TIERS, "all"),
+        default="easy",
+        help="which tier of the suite --tasks picks from (default: easy, the original suite)",
+    )
     p.add_argument("--parallel", type=_positive, default=1, help="tasks run at once (default 1)")
     p.add_argument("--out", type=Path, default=Path("agent-eval"), help="results folder")
     p.add_argument("--baseline", choices=("one-shot",), help="also run the one-shot baseline")
@@ -83,19 +92,44 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="none: allow an unconfined sandbox where the machine cannot isolate",
     )
     args = p.parse_args(argv)
-    if args.model == "recorded" and args.baseline:
-        p.error("--baseline one-shot needs a live model, not --model recorded")
     if args.model != "recorded" and not (args.base_url or os.environ.get("OPENAI_BASE_URL")):
         p.error("--base-url is required (or set $OPENAI_BASE_URL)")
     return args
 
 
+def no_naive_script(args: argparse.Namespace, tasks: list[Task]) -> str | None:
+    """Why a recorded baseline cannot run: it replays naive scripts, and some task has none."""
+    if args.model != "recorded" or not args.baseline:
+        return None
+    missing = [t.name for t in tasks if not t.naive]
+    if not missing:
+        return None
+    names = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    return (
+        f"--baseline one-shot with --model recorded replays each task's naive script, and "
+        f"{names} {'has' if len(missing) == 1 else 'have'} none: their baseline needs a live "
+        f"model (--tier hard has a naive script for every task)"
+    )
+
+
+def naive_reply(task: Task) -> str:
+    """The one-shot reply a recorded baseline serves: the task's naive script, fenced."""
+    return (
+        f"The script a model writes blind for {task.name}, from the request and the file "
+        f"list alone.\n```python\n{task.naive}\n```"
+    )
+
+
 def model_factory(args: argparse.Namespace) -> Any:
-    """``task -> Model``: a replay of the task's recording, or the live endpoint."""
+    """``(task, mode) -> Model``: a replay of the task's recording (or, for the one-shot
+    baseline, of its naive script), or the live endpoint."""
     if args.model == "recorded":
         from codeagent_jupyter.models.replay import ReplayModel
 
-        def recorded(task: Task) -> Any:
+        def recorded(task: Task, mode: str) -> Any:
+            if mode == "one-shot":
+                turn = {"role": "assistant", "content": naive_reply(task)}
+                return ReplayModel([turn], name=f"recorded: {task.name} naive script", base_url="")
             path = task.recording(args.recording)
             if not path.is_file():
                 raise ConfigError(f"no recording {path.name} for task {task.name}")
@@ -106,7 +140,7 @@ def model_factory(args: argparse.Namespace) -> Any:
     from codeagent_jupyter.models.openai_chat import OpenAIChatModel, resolve_settings
 
     name, base_url, key = resolve_settings(args.model, args.base_url)
-    return lambda task: OpenAIChatModel(
+    return lambda task, mode: OpenAIChatModel(
         name,
         base_url,
         key,
@@ -127,11 +161,13 @@ class Runner:
         self.kernels: asyncio.Queue[Any] = asyncio.Queue()
         self.done = 0
 
-    def _sandbox(self, workdir: Path) -> Any:
+    def _sandbox(self, workdir: Path, task: Task | None = None) -> Any:
+        """A sandbox with the run's limits, or the task's own where it has them."""
         from codeagent_jupyter.sandbox import Sandbox
 
+        limits = replace(self.limits, **task.limits) if task is not None else self.limits
         unconfined = self.args.isolation == "none"
-        return Sandbox(workdir=workdir, limits=self.limits, allow_unconfined=unconfined)
+        return Sandbox(workdir=workdir, limits=limits, allow_unconfined=unconfined)
 
     async def run(self) -> list[Outcome]:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -156,9 +192,10 @@ class Runner:
             task.setup(workdir)
             notebook = (self.args.out / f"{task.name}.{mode}.ipynb").resolve()
             notebook.unlink(missing_ok=True)
-            model = self.make_model(task)
+            model = self.make_model(task, mode)
             try:
-                if self.args.shared_kernel:
+                # A task with limits of its own (a memory budget) never borrows a pool kernel.
+                if self.args.shared_kernel and not task.limits:
                     sandbox = await self.kernels.get()
                     try:
                         await prepare(sandbox, workdir, shared=True)
@@ -166,7 +203,7 @@ class Runner:
                     finally:
                         self.kernels.put_nowait(sandbox)
                 else:
-                    async with self._sandbox(workdir) as sandbox:
+                    async with self._sandbox(workdir, task) as sandbox:
                         outcome = await self._one(mode, task, model, sandbox, workdir, notebook)
             finally:
                 if hasattr(model, "aclose"):
@@ -237,14 +274,26 @@ def summary(outcomes: list[Outcome]) -> tuple[str, dict[str, Any]]:
         data["ratio"] = ratio
         shown = f"{ratio:.2f}x" if ratio is not None else "n/a (the baseline solved none)"
         lines.append(f"agent / one-shot success rate: {shown}")
+    tiers = sorted({o.tier for o in outcomes}, key=TIERS.index)
+    if len(tiers) > 1:
+        data["tiers"] = {}
+        for tier in tiers:
+            text, data["tiers"][tier] = summary([o for o in outcomes if o.tier == tier])
+            lines += [f"{tier} tier:", *(f"  {line}" for line in text.splitlines())]
     return "\n".join(lines), data
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    tasks = load_tasks(args.tasks)
+    tasks = load_tasks(args.tasks, args.tier)
     if not tasks:
-        print(f"agent_eval: error: no task matches {args.tasks!r}", file=sys.stderr)
+        elsewhere = sorted({t.tier for t in load_tasks(args.tasks)})
+        hint = f" in the {args.tier} tier (try --tier {elsewhere[0]})" if elsewhere else ""
+        print(f"agent_eval: error: no task matches {args.tasks!r}{hint}", file=sys.stderr)
+        return 2
+    refused = no_naive_script(args, tasks)
+    if refused:
+        print(f"agent_eval: error: {refused}", file=sys.stderr)
         return 2
     if args.max_steps:
         tasks = [replace(t, max_steps=min(t.max_steps, args.max_steps)) for t in tasks]
@@ -265,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     results = {
         "model": args.model,
+        "tier": args.tier,
         "summary": data,
         "runs": [{**asdict(o), "notebook": str(o.notebook or "")} for o in outcomes],
     }

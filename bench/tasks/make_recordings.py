@@ -14,6 +14,7 @@ import asyncio
 import json
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -50,7 +51,7 @@ async def record(task: Task, variant: str) -> str:
         workdir = Path(tmp)
         task.setup(workdir)
         model = ReplayModel(turns(task, variant, script), name=SCRIPTED, base_url="")
-        limits = SandboxLimits(cell_timeout=60)
+        limits = replace(SandboxLimits(cell_timeout=60), **task.limits)
         async with Sandbox(workdir=workdir, limits=limits) as sandbox:
             outcome = await run_agent(task, model, sandbox, workdir, out)
         # The scratch folder's name is an accident of this machine: record it as ".".
