@@ -5,11 +5,14 @@ its checker reads what the run left behind. ``--baseline one-shot`` runs the sam
 the same model asked once for a complete script, run once with no feedback: the ratio of the
 two success rates is what the loop adds. ``--model recorded`` replays the hand-scripted
 recordings in ``bench/tasks/recordings`` instead of calling a model (how CI proves the
-checkers, offline). Every session notebook is kept in ``--out``, with ``results.json``.
+checkers, offline); with ``--baseline one-shot`` it replays each task's naive script (the
+hard tier's ``NAIVE``) as the one-shot reply. ``--tier`` picks the easy suite (the default),
+the hard tier, or both. Every session notebook is kept in ``--out``, with ``results.json``.
 
     python bench/agent_eval.py --base-url http://127.0.0.1:8080/v1 --model local \\
         --tasks 'clean_*,bar_chart' --parallel 2 --baseline one-shot --out eval-out
     python bench/agent_eval.py --model recorded --recording wrong --tasks '*'
+    python bench/agent_eval.py --model recorded --tier hard --baseline one-shot
 
 Exit codes: 0 the suite ran (whatever the success rate), 1 a run broke down, 2 bad usage.
 Errors are one line on stderr.
@@ -20,10 +23,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import os
 import shutil
-import statistics
 import sys
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -31,13 +32,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.tasks import Task, load_tasks
+from bench.tasks import TIERS, Task, load_tasks
+from bench.tasks._report import summary, table, wilson
 from bench.tasks._runner import Outcome, prepare, run_agent, run_one_shot
 from codeagent_jupyter.config import SandboxLimits
 from codeagent_jupyter.errors import CodeAgentError, ConfigError
 from codeagent_jupyter.session_reader import load_session
 
-MODES = ("agent", "one-shot")
+__all__ = ["main", "summary", "table", "wilson"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,6 +59,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--model", required=True, help="model name, or 'recorded' (no model)")
     p.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
     p.add_argument("--tasks", default="*", help="comma-separated globs of names or categories")
+    p.add_argument(
+        "--tier",
+        choices=(*TIERS, "all"),
+        default="easy",
+        help="which tier of the suite --tasks picks from (default: easy, the original suite)",
+    )
     p.add_argument("--parallel", type=_positive, default=1, help="tasks run at once (default 1)")
     p.add_argument("--out", type=Path, default=Path("agent-eval"), help="results folder")
     p.add_argument("--baseline", choices=("one-shot",), help="also run the one-shot baseline")
@@ -83,19 +91,44 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="none: allow an unconfined sandbox where the machine cannot isolate",
     )
     args = p.parse_args(argv)
-    if args.model == "recorded" and args.baseline:
-        p.error("--baseline one-shot needs a live model, not --model recorded")
     if args.model != "recorded" and not (args.base_url or os.environ.get("OPENAI_BASE_URL")):
         p.error("--base-url is required (or set $OPENAI_BASE_URL)")
     return args
 
 
+def no_naive_script(args: argparse.Namespace, tasks: list[Task]) -> str | None:
+    """Why a recorded baseline cannot run: it replays naive scripts, and some task has none."""
+    if args.model != "recorded" or not args.baseline:
+        return None
+    missing = [t.name for t in tasks if not t.naive]
+    if not missing:
+        return None
+    names = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    return (
+        f"--baseline one-shot with --model recorded replays each task's naive script, and "
+        f"{names} {'has' if len(missing) == 1 else 'have'} none: their baseline needs a live "
+        f"model (--tier hard has a naive script for every task)"
+    )
+
+
+def naive_reply(task: Task) -> str:
+    """The one-shot reply a recorded baseline serves: the task's naive script, fenced."""
+    return (
+        f"The script a model writes blind for {task.name}, from the request and the file "
+        f"list alone.\n```python\n{task.naive}\n```"
+    )
+
+
 def model_factory(args: argparse.Namespace) -> Any:
-    """``task -> Model``: a replay of the task's recording, or the live endpoint."""
+    """``(task, mode) -> Model``: a replay of the task's recording (or, for the one-shot
+    baseline, of its naive script), or the live endpoint."""
     if args.model == "recorded":
         from codeagent_jupyter.models.replay import ReplayModel
 
-        def recorded(task: Task) -> Any:
+        def recorded(task: Task, mode: str) -> Any:
+            if mode == "one-shot":
+                turn = {"role": "assistant", "content": naive_reply(task)}
+                return ReplayModel([turn], name=f"recorded: {task.name} naive script", base_url="")
             path = task.recording(args.recording)
             if not path.is_file():
                 raise ConfigError(f"no recording {path.name} for task {task.name}")
@@ -106,7 +139,7 @@ def model_factory(args: argparse.Namespace) -> Any:
     from codeagent_jupyter.models.openai_chat import OpenAIChatModel, resolve_settings
 
     name, base_url, key = resolve_settings(args.model, args.base_url)
-    return lambda task: OpenAIChatModel(
+    return lambda task, mode: OpenAIChatModel(
         name,
         base_url,
         key,
@@ -127,11 +160,13 @@ class Runner:
         self.kernels: asyncio.Queue[Any] = asyncio.Queue()
         self.done = 0
 
-    def _sandbox(self, workdir: Path) -> Any:
+    def _sandbox(self, workdir: Path, task: Task | None = None) -> Any:
+        """A sandbox with the run's limits, or the task's own where it has them."""
         from codeagent_jupyter.sandbox import Sandbox
 
+        limits = replace(self.limits, **task.limits) if task is not None else self.limits
         unconfined = self.args.isolation == "none"
-        return Sandbox(workdir=workdir, limits=self.limits, allow_unconfined=unconfined)
+        return Sandbox(workdir=workdir, limits=limits, allow_unconfined=unconfined)
 
     async def run(self) -> list[Outcome]:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -156,9 +191,10 @@ class Runner:
             task.setup(workdir)
             notebook = (self.args.out / f"{task.name}.{mode}.ipynb").resolve()
             notebook.unlink(missing_ok=True)
-            model = self.make_model(task)
+            model = self.make_model(task, mode)
             try:
-                if self.args.shared_kernel:
+                # A task with limits of its own (a memory budget) never borrows a pool kernel.
+                if self.args.shared_kernel and not task.limits:
                     sandbox = await self.kernels.get()
                     try:
                         await prepare(sandbox, workdir, shared=True)
@@ -166,7 +202,7 @@ class Runner:
                     finally:
                         self.kernels.put_nowait(sandbox)
                 else:
-                    async with self._sandbox(workdir) as sandbox:
+                    async with self._sandbox(workdir, task) as sandbox:
                         outcome = await self._one(mode, task, model, sandbox, workdir, notebook)
             finally:
                 if hasattr(model, "aclose"):
@@ -181,70 +217,17 @@ class Runner:
         return await (run_agent if mode == "agent" else run_one_shot)(task, *rest)
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95 % Wilson score interval for k successes in n: honest for small n and 0 or n."""
-    if n == 0:
-        return 0.0, 1.0
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def table(outcomes: list[Outcome]) -> str:
-    head = f"{'task':<20} {'category':<13} {'mode':<8} {'passed':<6} {'steps':>5} "
-    head += f"{'tokens':>9} {'wall s':>7} {'recovered':>9}  reason"
-    lines = [head, "-" * len(head)]
-    for o in outcomes:
-        tokens = f"{'~' if o.estimated else ''}{o.tokens:,}"
-        lines.append(
-            f"{o.task:<20} {o.category:<13} {o.mode:<8} {'yes' if o.passed else 'no':<6} "
-            f"{o.steps:>5} {tokens:>9} {o.wall_s:>7.1f} {o.recovered:>9}  {o.reason[:70]}"
-        )
-    return "\n".join(lines)
-
-
-def summary(outcomes: list[Outcome]) -> tuple[str, dict[str, Any]]:
-    lines, data = [], {}
-    for mode in MODES:
-        runs = [o for o in outcomes if o.mode == mode]
-        if not runs:
-            continue
-        solved = [o for o in runs if o.passed]
-        low, high = wilson(len(solved), len(runs))
-        med_tokens = statistics.median(o.tokens for o in solved) if solved else None
-        med_time = statistics.median(o.wall_s for o in solved) if solved else None
-        data[mode] = {
-            "solved": len(solved),
-            "runs": len(runs),
-            "rate": len(solved) / len(runs),
-            "ci95": [low, high],
-            "median_tokens_solved": med_tokens,
-            "median_wall_s_solved": med_time,
-        }
-        medians = (
-            f"median per solved task: {med_tokens:,.0f} tokens, {med_time:.1f} s"
-            if solved
-            else "no task solved"
-        )
-        lines.append(
-            f"{mode:<8}: {len(solved)}/{len(runs)} solved = {len(solved) / len(runs):.0%} "
-            f"(95% CI {low:.0%}-{high:.0%}); {medians}"
-        )
-    if len(data) == 2:
-        agent, base = data["agent"]["rate"], data["one-shot"]["rate"]
-        ratio = agent / base if base else None
-        data["ratio"] = ratio
-        shown = f"{ratio:.2f}x" if ratio is not None else "n/a (the baseline solved none)"
-        lines.append(f"agent / one-shot success rate: {shown}")
-    return "\n".join(lines), data
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    tasks = load_tasks(args.tasks)
+    tasks = load_tasks(args.tasks, args.tier)
     if not tasks:
-        print(f"agent_eval: error: no task matches {args.tasks!r}", file=sys.stderr)
+        elsewhere = sorted({t.tier for t in load_tasks(args.tasks)})
+        hint = f" in the {args.tier} tier (try --tier {elsewhere[0]})" if elsewhere else ""
+        print(f"agent_eval: error: no task matches {args.tasks!r}{hint}", file=sys.stderr)
+        return 2
+    refused = no_naive_script(args, tasks)
+    if refused:
+        print(f"agent_eval: error: {refused}", file=sys.stderr)
         return 2
     if args.max_steps:
         tasks = [replace(t, max_steps=min(t.max_steps, args.max_steps)) for t in tasks]
@@ -265,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     results = {
         "model": args.model,
+        "tier": args.tier,
         "summary": data,
         "runs": [{**asdict(o), "notebook": str(o.notebook or "")} for o in outcomes],
     }

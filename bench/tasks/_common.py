@@ -6,6 +6,13 @@ wrong, ``""`` when nothing does), optionally ``MAX_STEPS``/``MAX_TOKENS``, ``set
 turns (``Script``) that the recordings are made from, one that solves the task and one that
 gets it wrong, so that every checker is proven to accept and to reject.
 
+A hard task also sets ``TIER = "hard"`` (the default is ``"easy"``) and ``NAIVE``: the script
+a strong model would write blind, from the prompt and the file list alone, which fails the
+checker (the proof that the task needs looking at the data or running code). ``LIMITS``
+(``SandboxLimits`` fields, e.g. a memory budget) are part of a task where they make it.
+Hidden truth is computed by the checker from the task's seed, never written where the
+sandbox can read it.
+
 Checkers read what the sandbox wrote through ``confined.Workspace`` (no symlink is followed
 out of the workspace, sizes are capped) and never run the sandbox's code themselves.
 """
@@ -205,6 +212,49 @@ def png_bars(img: np.ndarray) -> int:
     if cols.size:
         counts.append(_runs(mask[:, min(cols[0] + 3, mask.shape[1] - 1)], bridge=3))
     return max(counts, default=0)
+
+
+def _run_spans(line: np.ndarray, bridge: int = 3, min_len: int = 2) -> list[tuple[int, int]]:
+    """``(start, end)`` of runs of True; gaps up to ``bridge`` pixels joined, short runs dropped."""
+    padded = np.concatenate([[False], line, [False]]).astype(int)
+    starts, ends = np.flatnonzero(np.diff(padded) == 1), np.flatnonzero(np.diff(padded) == -1)
+    spans: list[list[int]] = []
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        if spans and start - spans[-1][1] <= bridge:
+            spans[-1][1] = end
+        else:
+            spans.append([start, end])
+    return [(a, b) for a, b in spans if b - a >= min_len]
+
+
+def _reach(line: np.ndarray) -> float:
+    """How far a run of True goes from the start of ``line`` (its first pixels may be edge)."""
+    spans = _run_spans(line, min_len=1)
+    return float(spans[0][1]) if spans and spans[0][0] <= 3 else 0.0
+
+
+def png_bar_lengths(img: np.ndarray) -> list[float]:
+    """Bar lengths in pixels, in reading order (left to right; ``barh``: top to bottom).
+
+    Each bar is found where ``png_bars`` counts it, just inside the shared baseline, and
+    measured from the baseline to its far end along lines at a quarter, half and three
+    quarters of its width (the longest; a grid line may run down the middle of a bar, and
+    gaps where one crosses it are bridged). The orientation is the one that finds more bars.
+    """
+    mask = _colored(img)
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    if not rows.size:
+        return []
+    base_y, base_x = int(rows[-1]), int(cols[0])
+    across = _run_spans(mask[max(base_y - 3, 0)])
+    down = _run_spans(mask[:, min(base_x + 3, mask.shape[1] - 1)])
+    if len(across) >= len(down):
+        lines = [
+            [mask[: base_y + 1, a + (b - a) * k // 4][::-1] for k in (1, 2, 3)] for a, b in across
+        ]
+    else:
+        lines = [[mask[a + (b - a) * k // 4, base_x:] for k in (1, 2, 3)] for a, b in down]
+    return [max(_reach(line) for line in bar) for bar in lines]
 
 
 def png_axes(img: np.ndarray) -> int:

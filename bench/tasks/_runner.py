@@ -58,6 +58,7 @@ class Outcome:
     wall_s: float
     recovered: int
     notebook: Path | None
+    tier: str = "easy"
 
 
 class _Events:
@@ -125,6 +126,7 @@ async def run_agent(
         wall_s=wall,
         recovered=recovered_errors(events.finished),
         notebook=notebook,
+        tier=task.tier,
     )
 
 
@@ -180,6 +182,7 @@ async def run_one_shot(
         wall_s=wall,
         recovered=0,
         notebook=notebook,
+        tier=task.tier,
     )
 
 
@@ -197,4 +200,5 @@ def _no_script(task: Task, notebook: Path, reason: str, wall: float) -> Outcome:
         wall,
         0,
         None,
+        task.tier,
     )

@@ -2,7 +2,8 @@
 
 The model turns come from each task module's ``SOLVED`` and ``WRONG`` scripts, written by
 hand (the notebooks say so in their metadata); everything else — outputs, tracebacks, files
-— is real, produced by running those turns through the agent loop in a sandbox kernel. The
+— is real (the scratch folder is shown as ``.``, the environment's folders as ``<env>`` and
+``<python>``), produced by running those turns through the agent loop in a sandbox kernel. The
 recordings prove each checker both ways offline (``agent_eval.py --model recorded``).
 
     python bench/tasks/make_recordings.py [PATTERN]     # rewrites the matching recordings
@@ -14,6 +15,7 @@ import asyncio
 import json
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -50,11 +52,14 @@ async def record(task: Task, variant: str) -> str:
         workdir = Path(tmp)
         task.setup(workdir)
         model = ReplayModel(turns(task, variant, script), name=SCRIPTED, base_url="")
-        limits = SandboxLimits(cell_timeout=60)
+        limits = replace(SandboxLimits(cell_timeout=60), **task.limits)
         async with Sandbox(workdir=workdir, limits=limits) as sandbox:
             outcome = await run_agent(task, model, sandbox, workdir, out)
-        # The scratch folder's name is an accident of this machine: record it as ".".
+        # The scratch folder's name is an accident of this machine: record it as "."; the
+        # environment's and Python's own folders (library frames in tracebacks) likewise.
         text = out.read_text().replace(json.dumps(str(workdir))[1:-1], ".")
+        for folder, shown in ((sys.prefix, "<env>"), (sys.base_prefix, "<python>")):
+            text = text.replace(json.dumps(folder)[1:-1], shown)
         nb = json.loads(text)
         nb["metadata"]["codeagent"]["scripted"] = (
             f"The model turns of this session were written by hand ({variant} variant of "

@@ -140,6 +140,15 @@ def test_one_shot_baseline_beside_the_agent(tmp_path: Path) -> None:
         (["--model", "recorded", "--tasks", "no_such_task"], "no task matches 'no_such_task'"),
         (["--model", "m"], "--base-url is required"),
         (["--model", "m", "--base-url", "x", "--baseline", "twice"], "invalid choice: 'twice'"),
+        (["--model", "recorded", "--tier", "medium"], "invalid choice: 'medium'"),
+        (
+            ["--model", "recorded", "--tasks", "bank_statement"],
+            "no task matches 'bank_statement' in the easy tier (try --tier hard)",
+        ),
+        (
+            ["--model", "recorded", "--tier", "all", "--baseline", "one-shot"],
+            "replays each task's naive script, and clean_prices, latin1_survey, dedupe_customers",
+        ),
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(args: list[str], message: str) -> None:

@@ -10,7 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from bench.tasks import load_tasks
-from bench.tasks._common import numbers_in, png_axes, png_bars, read_png
+from bench.tasks._common import numbers_in, png_axes, png_bar_lengths, png_bars, read_png
 
 
 def _save(fig, path: Path) -> None:
@@ -32,6 +32,29 @@ def test_bars_and_panels_are_read_back_from_the_png(tmp_path: Path) -> None:
     assert png_bars(read_png(tmp_path, "barh.png")) == 3
     assert png_axes(read_png(tmp_path, "bars.png")) == 1
     assert png_axes(read_png(tmp_path, "grid.png")) == 4
+
+
+def test_bar_lengths_are_read_back_in_reading_order(tmp_path: Path) -> None:
+    values = [930, 700, 420, 400, 150, 60]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.bar(list("abcdef"), values)
+    ax.grid(True)  # a grid line runs down the middle of every bar
+    _save(fig, tmp_path / "bars.png")
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.barh(list("abcdef"), values)  # drawn bottom-up: "a" is the lowest bar
+    _save(fig, tmp_path / "barh.png")
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.bar(list("abcdef"), [60, 930, 150, 700, 420, 400])
+    _save(fig, tmp_path / "shuffled.png")
+
+    def relative(name: str) -> list[float]:
+        lengths = png_bar_lengths(read_png(tmp_path, name))
+        return [round(length / max(lengths), 2) for length in lengths]
+
+    want = [round(v / 930, 2) for v in values]
+    assert all(abs(a - b) <= 0.01 for a, b in zip(relative("bars.png"), want, strict=True))
+    assert all(abs(a - b) <= 0.01 for a, b in zip(relative("barh.png"), want[::-1], strict=True))
+    assert relative("shuffled.png")[:2] == [0.06, 1.0]
 
 
 def test_a_result_linked_outside_the_workspace_is_refused(tmp_path: Path) -> None:
