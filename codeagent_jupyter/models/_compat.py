@@ -81,11 +81,11 @@ def hint(status: int, detail: str) -> str:
     """A short pointer to the fix for refusals people meet when they first connect a server."""
     low = detail.lower()
     if "--jinja" in low:
-        return " (start llama-server with --jinja: see 'Model servers' in the README)"
+        return " (start llama-server with --jinja: see docs/model-servers.md)"
     if "auto-tool-choice" in low or "tool-call-parser" in low:
         return (
             " (start vLLM with --enable-auto-tool-choice --tool-call-parser NAME: "
-            "see 'Model servers' in the README)"
+            "see docs/model-servers.md)"
         )
     if "does not support tools" in low:
         return " (this model's chat template has no tool support: pick a model that has it)"
