@@ -110,6 +110,7 @@ class TerminalPrinter(ProgressPrinter):
         self._shown: dict[str, int] = {}
         """Lines of output shown so far for each call that streamed some."""
         self._partial_of = ""  # the call (or "" for model text) whose line is unfinished
+        self._unfinished = ""  # that line as it came, carriage returns included
         self._text_streamed = False  # this turn's text was shown as it came
 
     def emit(self, event: ev.Event) -> None:
@@ -141,27 +142,32 @@ class TerminalPrinter(ProgressPrinter):
         """An unfinished line is written out before anything else is."""
         if self.status.partial:
             self.console.print(Text(self.status.indent + self.status.partial), soft_wrap=True)
-            self.status.partial = ""
+        self.status.partial = self._unfinished = ""
 
     def _stream_text(self, owner: str, text: str, style: str = "") -> None:
-        """Complete lines scroll up; the last, unfinished one stays in the live area."""
+        """Complete lines scroll up; the last, unfinished one stays in the live area, shown
+        as a terminal would show it (after its last carriage return: a progress bar)."""
         if self._partial_of != owner:
             self._end_partial()
             self._partial_of = owner
         indent = self.status.indent = OUTPUT_INDENT if owner else ""
-        lines = (self.status.partial + text).split("\n")
-        self.status.partial = _last_frame(lines.pop())
+        lines = (self._unfinished + text).split("\n")
+        unfinished = lines.pop()
         for line in lines:
             if not self._room(owner):
-                self.status.partial = ""
+                self.status.partial = self._unfinished = ""
                 return
             self.console.print(Text(indent + _last_frame(line), style=style), soft_wrap=True)
+        if self._room(owner, count=False):
+            self._unfinished, self.status.partial = unfinished, _last_frame(unfinished)
 
-    def _room(self, owner: str) -> bool:
+    def _room(self, owner: str, *, count: bool = True) -> bool:
         """Whether ``owner`` may show one more line (model text always may)."""
         if not owner:
             return True
         shown = self._shown.get(owner, 0)
+        if not count:
+            return shown < STREAM_LINES
         self._shown[owner] = shown + 1
         if shown == STREAM_LINES:
             note = "... (more output: the session notebook keeps all of it)"
