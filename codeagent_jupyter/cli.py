@@ -9,34 +9,32 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 from . import __version__
-from . import events as ev
 from .cli_args import (
     Parser,
     add_isolation,
-    add_limits,
+    add_run_parser,
     announce,
     existing_workdir,
     limits_from,
     make_sandbox,
-    positive_int,
     read_notebook,
     writable_notebook,
 )
-from .cli_session import add_delegate, add_hooks, hook_chain, snapshot_sink, with_delegate
+from .cli_session import drive, hook_chain, report, snapshot_sink, with_delegate
 from .config import AgentConfig
 from .context import build_context
-from .errors import CodeAgentError, ConfigError
+from .errors import CodeAgentError, ConfigError, IsolationUnavailable
 from .hardening import make_undumpable
-from .loop import AgentLoop
-from .printer import ProgressPrinter
 from .protocols import EventSink
+
+UNCONFINED = "its code can then read your files and see your processes"
+"""What ``--isolation none`` means, said wherever it is suggested."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,36 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"codeagent {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run a request and save the session as a notebook")
-    run.add_argument("prompt", help="what you want done, in plain words")
-    run.add_argument("--model", help="model name (default: $CODEAGENT_MODEL)")
-    run.add_argument("--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)")
-    run.add_argument("--workdir", type=Path, default=Path.cwd(), help="workspace (default: .)")
-    run.add_argument("--out", type=Path, help="session notebook to write")
-    run.add_argument("--notebook", type=Path, help="your notebook, given to the model as context")
-    run.add_argument("--stream", action="store_true", help="stream the model's reply")
-    run.add_argument(
-        "--max-output-tokens",
-        type=positive_int,
-        default=4096,
-        help="tokens one model reply may take (default: 4096)",
-    )
-    run.add_argument(
-        "--max-steps",
-        type=positive_int,
-        default=AgentConfig.max_steps,
-        help=AgentConfig.help("max_steps"),
-    )
-    add_limits(run)
-    add_isolation(run)
-    add_hooks(run)
-    add_delegate(run)
-    run.add_argument(
-        "--no-snapshots",
-        action="store_true",
-        help="do not snapshot the workspace after each step (such a session cannot be resumed "
-        "with its files)",
-    )
+    add_run_parser(sub)
 
     replay = sub.add_parser("replay", help="re-execute or re-drive a recorded session")
     replay.add_argument("session", type=Path, help="a session notebook (.ipynb)")
@@ -91,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
 
     from . import resume_cli
 
-    resume_cli.add_parser(sub, positive_int, add_isolation, add_hooks)
+    resume_cli.add_parser(sub)
     return parser
 
 
@@ -112,6 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"codeagent: error: {exc}", file=sys.stderr)
         return 2
+    except IsolationUnavailable as exc:
+        print(f"codeagent: error: {exc.explain('--isolation none', UNCONFINED)}", file=sys.stderr)
+        return 1
     except CodeAgentError as exc:
         print(f"codeagent: error: {exc}", file=sys.stderr)
         return 1
@@ -123,38 +95,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-async def _drive(loop: AgentLoop, prompts: list[str]) -> ev.RunFinished:
-    """Run the prompts in order; Ctrl-C or SIGTERM stops the run cleanly (still recorded)."""
-    aio = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        aio.add_signal_handler(sig, loop.cancel, f"stopped by {sig.name}")
-    try:
-        finished = None
-        for prompt in prompts:
-            finished = await loop.run(prompt)
-            if finished.status != ev.ANSWERED:
-                break
-        assert finished is not None
-        return finished
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            aio.remove_signal_handler(sig)
-
-
-def _report(finished: ev.RunFinished, out: Path) -> int:
-    if finished.answer:
-        print(finished.answer)
-    print(f"Session: {out}")
-    if finished.status != ev.ANSWERED:
-        print(f"codeagent: stopped: {finished.reason}", file=sys.stderr)
-        return 1
-    return 0
-
-
 async def _run(args: argparse.Namespace) -> int:
     from .agent import build_agent
     from .models.openai_chat import OpenAIChatModel, resolve_settings
     from .recorder import NotebookRecorder
+    from .terminal import make_printer
 
     model_name, base_url, api_key = resolve_settings(args.model, args.base_url)
     workdir = existing_workdir(args.workdir)
@@ -171,7 +116,8 @@ async def _run(args: argparse.Namespace) -> int:
     async with make_sandbox(args, workdir, limits) as sandbox:
         announce(sandbox)
         recorder = NotebookRecorder(out, session_id=session_id)
-        sinks: list[EventSink] = [recorder, ProgressPrinter()]
+        printer = make_printer()
+        sinks: list[EventSink] = [recorder, printer]
         if not args.no_snapshots:
             sinks.insert(0, snapshot_sink(workdir, recorder))
         if hooks is not None:
@@ -186,18 +132,20 @@ async def _run(args: argparse.Namespace) -> int:
         )
         loop.runner.hooks = hooks
         try:
-            finished = await _drive(loop, [args.prompt])
+            finished = await drive(loop, [args.prompt])
         finally:
+            printer.close()
             await model.aclose()
             if hooks is not None:
                 await hooks.end({})
-    return _report(finished, out)
+    return report(finished, out)
 
 
 async def _replay_recorded(args: argparse.Namespace) -> int:
     from .agent import build_agent
     from .models.replay import ReplayModel
     from .recorder import NotebookRecorder, load_session
+    from .terminal import make_printer
 
     session = _load_session(load_session, args.session)
     if not any(session.turns):
@@ -214,10 +162,14 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
     async with make_sandbox(args, workdir) as sandbox:
         announce(sandbox)
         recorder = NotebookRecorder(out)
-        sinks: list[EventSink] = [recorder, ProgressPrinter()]
+        printer = make_printer()
+        sinks: list[EventSink] = [recorder, printer]
         loop = build_agent(model, sandbox, sinks, AgentConfig(), workdir=workdir)
-        finished = await _drive(loop, list(session.prompts))
-    return _report(finished, out)
+        try:
+            finished = await drive(loop, list(session.prompts))
+        finally:
+            printer.close()
+    return report(finished, out)
 
 
 async def _reexecute(args: argparse.Namespace) -> int:

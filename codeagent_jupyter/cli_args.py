@@ -14,8 +14,91 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from .config import SandboxLimits
+from .cli_session import add_delegate, add_hooks
+from .config import AgentConfig, SandboxLimits
 from .errors import ConfigError
+
+Flags = Any
+"""Where flags are declared: a parser or one of its argument groups (both ``add_argument``)."""
+
+RUN_EXAMPLES = """\
+examples:
+  codeagent run "load sales.csv and plot monthly revenue" --model gpt-4o-mini
+  codeagent run "compute 2 + 3 in python" --model local --base-url http://127.0.0.1:8080/v1
+  codeagent run "fit a model to data.csv" --workdir ~/project --memory-mb 4096 --cell-timeout 300
+  codeagent run "..." --isolation none     # no bubblewrap here: runs UNCONFINED
+
+The model flags fall back to $CODEAGENT_MODEL, $OPENAI_BASE_URL and $OPENAI_API_KEY (a local
+server given with --base-url needs no key). Progress goes to stderr (live on a terminal; set
+NO_COLOR for no colour), the answer and the session path to stdout. Exit codes: 0 answered,
+1 stopped on a budget or a model error (the session notebook is still written), 2 bad usage.
+"""
+
+
+def add_model_flags(parser: Flags) -> None:
+    """Which model answers, and how much one reply may take (``run`` and ``resume``)."""
+    parser.add_argument("--model", help="model name (default: $CODEAGENT_MODEL)")
+    parser.add_argument(
+        "--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI)"
+    )
+    parser.add_argument(
+        "--stream", action="store_true", help="stream the model's reply as it is written"
+    )
+    parser.add_argument(
+        "--max-output-tokens",
+        type=positive_int,
+        default=4096,
+        help="tokens one model reply may take (default: 4096)",
+    )
+
+
+def add_max_steps(parser: Flags) -> None:
+    parser.add_argument(
+        "--max-steps",
+        type=positive_int,
+        default=AgentConfig.max_steps,
+        help=f"{AgentConfig.help('max_steps')} (default: {AgentConfig.max_steps})",
+    )
+
+
+def add_run_parser(sub: Any) -> None:
+    """``codeagent run``: its flags in groups (model, session, sandbox limits), examples last."""
+    run = sub.add_parser(
+        "run",
+        help="run a request and save the session as a notebook",
+        description="Run a request: the model plans, writes Python and runs it in a sandbox\n"
+        "kernel in the workspace; the session is saved as a notebook.",
+        epilog=RUN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("prompt", help="what you want done, in plain words")
+    add_model_flags(run.add_argument_group("model"))
+    session = run.add_argument_group("session")
+    session.add_argument(
+        "--workdir", type=Path, default=Path.cwd(), help="workspace (default: the current folder)"
+    )
+    session.add_argument(
+        "--out",
+        type=Path,
+        help="session notebook to write (default: .codeagent/sessions/ID.ipynb in the workspace)",
+    )
+    session.add_argument(
+        "--notebook", type=Path, help="your notebook, given to the model as context"
+    )
+    add_max_steps(session)
+    add_hooks(session)
+    add_delegate(session)
+    session.add_argument(
+        "--no-snapshots",
+        action="store_true",
+        help="do not snapshot the workspace after each step (such a session cannot be resumed "
+        "with its files)",
+    )
+    sandbox = run.add_argument_group(
+        "sandbox limits", "What the code may use, and where it runs (see docs/security.md)."
+    )
+    add_limits(sandbox)
+    add_isolation(sandbox)
 
 
 class Parser(argparse.ArgumentParser):
@@ -25,7 +108,7 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-def add_isolation(parser: argparse.ArgumentParser) -> None:
+def add_isolation(parser: Flags) -> None:
     parser.add_argument(
         "--isolation",
         choices=("auto", "none"),
@@ -62,7 +145,7 @@ def announce(sandbox: Any) -> None:
         print(warning, file=sys.stderr)
 
 
-def add_limits(parser: argparse.ArgumentParser) -> None:
+def add_limits(parser: Flags) -> None:
     """One flag per sandbox limit (``--memory-mb`` …), with the help and default that
     ``SandboxLimits`` declares, so the CLI and the server's ``limits`` setting agree."""
     for f in fields(SandboxLimits):

@@ -1,19 +1,23 @@
-"""What the CLI wires around a session besides the loop: workspace snapshots and tool hooks.
+"""What the CLI wires around a session besides the loop: workspace snapshots, tool hooks,
+driving the run and reporting its end.
 
-``run`` and ``resume`` share these, so both take the same ``--hook`` flags and snapshot the
-workspace the same way.
+``run`` and ``resume`` share these, so both take the same ``--hook`` flags, snapshot the
+workspace the same way, stop cleanly on Ctrl-C and end with the same output and exit code.
 """
 
 from __future__ import annotations
 
-import argparse
+import asyncio
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
+from . import events as ev
 from .protocols import EventSink
 
 
-def add_hooks(parser: argparse.ArgumentParser) -> None:
+def add_hooks(parser: Any) -> None:
     parser.add_argument(
         "--hook",
         action="append",
@@ -46,7 +50,7 @@ def snapshot_sink(workdir: Path, recorder: Any) -> EventSink:
     return SnapshotRecorder(store, workdir, meta, session=recorder.session_id)
 
 
-def add_delegate(parser: argparse.ArgumentParser) -> None:
+def add_delegate(parser: Any) -> None:
     parser.add_argument(
         "--delegate",
         type=int,
@@ -90,3 +94,31 @@ def with_delegate(
     if earlier is not None:
         delegator.count_earlier(earlier)
     return offer_delegate(loop, delegator)
+
+
+async def drive(loop: Any, prompts: list[str]) -> ev.RunFinished:
+    """Run the prompts in order; Ctrl-C or SIGTERM stops the run cleanly (still recorded)."""
+    aio = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        aio.add_signal_handler(sig, loop.cancel, f"stopped by {sig.name}")
+    try:
+        finished = None
+        for prompt in prompts:
+            finished = await loop.run(prompt)
+            if finished.status != ev.ANSWERED:
+                break
+        assert finished is not None
+        return finished
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            aio.remove_signal_handler(sig)
+
+
+def report(finished: ev.RunFinished, out: Path) -> int:
+    if finished.answer:
+        print(finished.answer)
+    print(f"Session: {out}")
+    if finished.status != ev.ANSWERED:
+        print(f"codeagent: stopped: {finished.reason}", file=sys.stderr)
+        return 1
+    return 0

@@ -23,6 +23,24 @@ class SandboxError(CodeAgentError):
     """The sandbox kernel could not be started or used."""
 
 
+class IsolationUnavailable(SandboxError):
+    """The machine cannot isolate the sandbox (no bubblewrap, no namespaces) and an unconfined
+    sandbox was not chosen. ``reason`` says what is missing; each edge names its own way to
+    choose an unconfined sandbox (``explain``), the message itself names the Python option."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(self.explain("allow_unconfined=True"))
+
+    def explain(self, option: str, meaning: str = "") -> str:
+        """The one-line message naming ``option`` (e.g. ``--isolation none``) as the choice."""
+        then = f": {meaning}" if meaning else ""
+        return (
+            f"{self.reason}; install bubblewrap, or choose an unconfined sandbox explicitly "
+            f"({option}){then}"
+        )
+
+
 class ToolError(CodeAgentError):
     """A tool refused its input; the message goes back to the model as the result."""
 

@@ -1,6 +1,9 @@
-"""A terminal view of a run: the plan, each cell and how it went, retries and the stop.
+"""A plain-text view of a run: the plan, each cell and how it went, retries and the stop.
 
-It is just another event sink, so the CLI shows exactly what the notebook records.
+It is just another event sink, so the CLI shows exactly what the notebook records. A step's
+header and code are written when the call starts, its result when it ends. This is the
+output for pipes, files and scripts (no colour, no control codes); ``terminal.py`` builds
+the live view of a terminal on top of it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from .textbounds import head_tail, strip_ansi
 from .timeline import CODE_TOOLS
 
 _MARK = {"done": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+_CODE_ARGUMENT = {"run_cell": "code", "run_command": "command"}
+"""The argument of a code tool that holds what it runs (its code, known before it runs)."""
 
 
 class ProgressPrinter:
@@ -23,6 +28,9 @@ class ProgressPrinter:
         self.stream = stream or sys.stderr
         self.code_lines = code_lines
         self._streaming = False
+        self._announced: dict[str, bool] = {}
+        """Calls whose header is written, and whether their code was written with it."""
+        self._children: dict[str, ProgressPrinter] = {}
 
     def emit(self, event: ev.Event) -> None:
         match event:
@@ -38,6 +46,12 @@ class ProgressPrinter:
                 self._model_retry(event)
             case ev.ApprovalRequested():
                 self._write(f"   waiting for approval of {event.name}")
+            case ev.ToolCallStarted():
+                self._tool_call_started(event)
+            case ev.CellOutput():
+                self._cell_output(event)
+            case ev.UsageUpdated():
+                self._usage(event)
             case ev.ToolCallFinished():
                 self._tool_call_finished(event)
             case ev.RunFinished():
@@ -49,6 +63,9 @@ class ProgressPrinter:
             case ev.ChildEvent():
                 self._child_event(event)
 
+    def close(self) -> None:
+        """Called once the run is over, whatever happened: nothing to undo in plain text."""
+
     def _write(self, text: str) -> None:
         if self._streaming:
             self.stream.write("\n")
@@ -59,11 +76,19 @@ class ProgressPrinter:
     def _child_event(self, e: ev.ChildEvent) -> None:
         """A helper's event, printed as its own trace would be, each line marked with it."""
         inner = e.inner()
-        if inner is None or isinstance(inner, ev.TextDelta):
+        if inner is None or isinstance(inner, (ev.TextDelta, ev.CellOutput)):
             return  # helpers run at once: their streamed text would interleave
-        buffer = io.StringIO()
-        ProgressPrinter(buffer, code_lines=self.code_lines).emit(inner)
+        child = self._children.get(e.child)
+        if child is None:  # one plain printer per helper, so it knows its own calls
+            child = self._children[e.child] = ProgressPrinter(
+                io.StringIO(), code_lines=self.code_lines
+            )
+        buffer = child.stream
+        assert isinstance(buffer, io.StringIO)
+        child.emit(inner)
         lines = buffer.getvalue().rstrip("\n").splitlines()
+        buffer.seek(0)
+        buffer.truncate()
         if lines:
             self._write("\n".join(f"   [helper {e.child}] {line}" for line in lines))
 
@@ -96,24 +121,59 @@ class ProgressPrinter:
             return
         self._write(f"   model request failed ({e.reason}); retry {e.attempt} in {e.wait_s:.1f} s")
 
+    def _tool_call_started(self, e: ev.ToolCallStarted) -> None:
+        """The header (and a code tool's code) now, so a long cell is never a silent wait."""
+        if e.name == "update_plan":
+            return  # shown as the plan once it is set
+        key = _CODE_ARGUMENT.get(e.name)
+        code = e.arguments.get(key) if key and isinstance(e.arguments, dict) else None
+        code = code if isinstance(code, str) else None
+        self._announced[e.tool_call_id] = code is not None
+        self._announce(e.step, e.name, code)
+
+    def _announce(self, step: int, name: str, code: str | None) -> None:
+        """Writes a step's header and, when given, its code (the first ``code_lines``)."""
+        self._write("\n".join([f"-- step {step}: {name}", *self._code_block(code)]))
+
+    def _code_block(self, code: str | None) -> list[str]:
+        if code is None:
+            return []
+        lines = code.splitlines() or [""]
+        shown = lines[: self.code_lines]
+        if len(lines) > len(shown):
+            shown.append(f"... ({len(lines) - len(shown)} more lines)")
+        return [f"   | {line}" for line in shown]
+
+    def _cell_output(self, e: ev.CellOutput) -> None:
+        """A running cell's output: the plain view shows its summary at the end instead."""
+
+    def _usage(self, e: ev.UsageUpdated) -> None:
+        """Token counts: the plain view says them once, when the run ends."""
+
     def _tool_call_finished(self, e: ev.ToolCallFinished) -> None:
         if e.name == "update_plan" and e.status == "ok":
             return  # the plan itself was just printed
-        header = f"-- step {e.step}: {e.name}"
-        body: list[str] = []
-        if e.code is not None:
-            lines = e.code.splitlines() or [""]
-            shown = lines[: self.code_lines]
-            if len(lines) > len(shown):
-                shown.append(f"... ({len(lines) - len(shown)} more lines)")
-            body.extend(f"   | {line}" for line in shown)
+        lines: list[str] = []
+        code_shown = self._announced.pop(e.tool_call_id, None)
+        if code_shown is None:  # never started (refused, denied): the header comes now
+            lines.append(f"-- step {e.step}: {e.name}")
+        if not code_shown:
+            lines.extend(self._code_block(e.code))
+        lines.append(self._result_line(e))
+        lines.extend(f"      {line}" for line in self._details(e))
+        self._write("\n".join(lines))
+
+    @staticmethod
+    def _result_line(e: ev.ToolCallFinished) -> str:
+        """How the call ended and how long it took: ``   => ok (6.02 s)``."""
         status = "ok" if e.status == "ok" else e.status.upper()
-        body.append(f"   => {status} ({e.duration_s:.2f} s)" + (f" {e.note}" if e.note else ""))
+        return f"   => {status} ({e.duration_s:.2f} s)" + (f" {e.note}" if e.note else "")
+
+    def _details(self, e: ev.ToolCallFinished) -> list[str]:
+        """A few lines of what the call produced (code tools, and every failure)."""
         if e.name in CODE_TOOLS or e.status != "ok":
-            detail = _summary(e)
-            if detail:
-                body.extend(f"      {line}" for line in detail.splitlines())
-        self._write("\n".join([header, *body]))
+            return _summary(e).splitlines()
+        return []
 
     def _run_finished(self, e: ev.RunFinished) -> None:
         usage = e.usage or {}

@@ -15,52 +15,68 @@ from pathlib import Path
 from typing import Any
 
 from . import events as ev
-from .cli_session import add_delegate
+from .cli_args import add_isolation, add_max_steps, add_model_flags, positive_int
+from .cli_session import add_delegate, add_hooks
 from .config import AgentConfig, SandboxLimits
 from .errors import ConfigError
 
+RESUME_EXAMPLES = """\
+examples:
+  codeagent resume .codeagent/sessions/SESSION.ipynb "now plot it by region"
+  codeagent resume SESSION.ipynb "try a log scale instead" --from-step 3 --out fork.ipynb
 
-def add_parser(sub: Any, positive_int: Any, add_isolation: Any, add_hooks: Any) -> None:
+Without --from-step and --out the session's own notebook grows by a run; with either, a new
+notebook is written (a fork) whose metadata names the session it came from.
+"""
+
+
+def add_parser(sub: Any) -> None:
     """The ``resume`` subcommand, with the model flags of ``run``."""
-    resume = sub.add_parser("resume", help="continue (or fork) a recorded session")
+    resume = sub.add_parser(
+        "resume",
+        help="continue (or fork) a recorded session",
+        description="Continue a recorded session: a new sandbox gets the workspace of its\n"
+        "last step (or of step N), its cells run again, and the model carries on with PROMPT.",
+        epilog=RESUME_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     resume.add_argument("session", type=Path, help="a session notebook (.ipynb)")
     resume.add_argument("prompt", help="what to do next, in plain words")
-    resume.add_argument(
+    add_model_flags(resume.add_argument_group("model"))
+    session = resume.add_argument_group("session")
+    session.add_argument(
         "--from-step",
         type=positive_int,
-        help="fork from the state after step N (the cells' metadata step); default: the end",
+        help="fork from the state after step N (the cells' metadata step; default: the end)",
     )
-    resume.add_argument(
-        "--workdir", type=Path, help="workspace (default: the session's own); restored into"
+    session.add_argument(
+        "--workdir",
+        type=Path,
+        help="workspace to restore the session into (default: the session's own)",
     )
-    resume.add_argument("--out", type=Path, help="notebook to write (default: see above)")
-    resume.add_argument("--model", help="model name (default: $CODEAGENT_MODEL)")
-    resume.add_argument("--base-url", help="OpenAI-compatible endpoint")
-    resume.add_argument("--stream", action="store_true", help="stream the model's reply")
-    resume.add_argument("--max-output-tokens", type=positive_int, default=4096)
-    resume.add_argument(
-        "--max-steps",
-        type=positive_int,
-        default=AgentConfig.max_steps,
-        help=AgentConfig.help("max_steps"),
+    session.add_argument(
+        "--out",
+        type=Path,
+        help="notebook to write (default: the session's own; with --from-step, "
+        ".codeagent/sessions/ID.ipynb in the workspace)",
     )
-    add_isolation(resume)
-    add_hooks(resume)
-    add_delegate(resume)
+    add_max_steps(session)
+    add_hooks(session)
+    add_delegate(session)
+    add_isolation(resume.add_argument_group("sandbox"))
 
 
 async def run(args: argparse.Namespace) -> int:
-    from . import cli, cli_args
+    from . import cli_args
     from .agent import build_agent
     from .bus import EventBus
-    from .cli_session import hook_chain, snapshot_sink, with_delegate
+    from .cli_session import drive, hook_chain, report, snapshot_sink, with_delegate
     from .models.openai_chat import OpenAIChatModel, resolve_settings
-    from .printer import ProgressPrinter
     from .recorder import NotebookRecorder
     from .restore import rebuild
     from .resume import plan
-    from .sandbox import Sandbox
     from .snapshots import SnapshotStore
+    from .terminal import make_printer
 
     if not args.session.is_file():
         raise ConfigError(f"session {str(args.session)!r} not found")
@@ -81,10 +97,7 @@ async def run(args: argparse.Namespace) -> int:
         model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens
     )
     hooks = hook_chain(args.hook, session_id if fork else todo.session_id)
-    unconfined = args.isolation == "none"
-    async with Sandbox(
-        workdir=workdir, limits=_limits(todo.limits), allow_unconfined=unconfined
-    ) as sandbox:
+    async with cli_args.make_sandbox(args, workdir, _limits(todo.limits)) as sandbox:
         cli_args.announce(sandbox)
         rebuilt = await rebuild(todo, sandbox, store)
         recorder = NotebookRecorder(out, session_id=session_id)
@@ -97,7 +110,8 @@ async def run(args: argparse.Namespace) -> int:
                 "step": todo.step,
             }
         meta.setdefault("restores", []).append(rebuilt.to_dict())
-        sinks: list[Any] = [snapshot_sink(workdir, recorder), recorder, ProgressPrinter()]
+        printer = make_printer()
+        sinks: list[Any] = [snapshot_sink(workdir, recorder), recorder, printer]
         if hooks is not None:
             sinks.append(hooks)
         bus = EventBus([s.emit for s in sinks], keep=False)
@@ -107,7 +121,7 @@ async def run(args: argparse.Namespace) -> int:
         loop = build_agent(model, sandbox, bus, AgentConfig(max_steps=args.max_steps))
 
         def child_sandbox(path: Path) -> Any:
-            return Sandbox(workdir=path, limits=sandbox.limits, allow_unconfined=unconfined)
+            return cli_args.make_sandbox(args, path, sandbox.limits)
 
         loop = with_delegate(
             loop,
@@ -123,12 +137,13 @@ async def run(args: argparse.Namespace) -> int:
         loop.run_index = len(meta.get("runs", []))
         loop.runner.hooks = hooks
         try:
-            finished = await cli._drive(loop, [args.prompt])
+            finished = await drive(loop, [args.prompt])
         finally:
+            printer.close()
             await model.aclose()
             if hooks is not None:
                 await hooks.end({})
-    return cli._report(finished, out)
+    return report(finished, out)
 
 
 def _limits(recorded: dict[str, Any]) -> SandboxLimits:

@@ -1,12 +1,53 @@
-"""Fixtures shared by every test area."""
+"""Fixtures shared by every test area, and the guard that keeps a run in temporary folders."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from tests import clean_run
 from tests.scripted_model import ScriptedModelServer
+
+_GUARD = pytest.StashKey[tuple[Path, "clean_run.TreeState | None"]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before anything runs: the run's own Jupyter folders, and what the checkout looks like.
+
+    Test workers inherit both from the process that started them; only that process (or the
+    single one with ``-n 0``) checks them at the end.
+    """
+    root = clean_run.redirect(os.environ)
+    if not hasattr(config, "workerinput"):
+        config.stash[_GUARD] = (root, clean_run.TreeState.of(Path(config.rootpath)))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run fails if it changed the checkout or wrote into its Jupyter data or config."""
+    guard = session.config.stash.get(_GUARD, None)
+    if guard is None or exitstatus == pytest.ExitCode.INTERRUPTED:
+        return
+    root, before = guard
+    problems = [f"wrote into the Jupyter folders: {p}" for p in clean_run.leftovers(root)]
+    after = clean_run.TreeState.of(Path(session.config.rootpath)) if before else None
+    if before is not None and after is not None:
+        problems += [f"the checkout: {p}" for p in after.changes_since(before)]
+    if not problems:
+        clean_run.remove(root)
+        return
+    shown = problems[:20] + ([f"... and {len(problems) - 20} more"] if len(problems) > 20 else [])
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    lines = ["tests must write only into temporary folders (tmp_path), but this run:", *shown]
+    lines.append(f"(the run's Jupyter folders are kept for a look: {root})")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.section("files written outside temporary folders", sep="=", red=True)
+        for line in lines:
+            reporter.line(line, red=True)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

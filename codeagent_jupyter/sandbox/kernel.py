@@ -23,13 +23,14 @@ from jupyter_client import AsyncKernelManager
 from jupyter_client.kernelspec import NoSuchKernel
 
 from ..config import SandboxLimits
-from ..errors import ConfigError, SandboxError
+from ..errors import ConfigError, IsolationUnavailable, SandboxError
 from ..protocols import ExecResult, OutputCallback
 from .cells import CellRunner
 from .disk import DiskWatch
 from .isolation import (
     ALLOW_UNCONFINED_ENV,
     LIMITS_ENV,
+    NO_ISOLATION,
     REFUSED_FILE,
     WORKDIR_ENV,
     scrub_env,
@@ -128,6 +129,8 @@ class Sandbox(CellRunner):
         except (RuntimeError, TimeoutError) as e:
             kc.stop_channels()
             refused = self._refusal()
+            if refused and NO_ISOLATION in refused:
+                raise IsolationUnavailable(refused) from None
             if refused:
                 raise SandboxError(refused) from None
             raise SandboxError(f"sandbox kernel did not become ready: {e}") from e

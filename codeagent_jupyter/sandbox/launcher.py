@@ -39,6 +39,7 @@ from .isolation import (
     ENFORCEMENT_ENV,
     INNER_ENV,
     LIMITS_ENV,
+    NO_ISOLATION,
     REFUSED_FILE,
     SANDBOX_UID,
     WORKDIR_ENV,
@@ -111,9 +112,8 @@ def _refuse(connection_file: Path, reason: str) -> None:
 def _confinement_reason(enforcement: dict[str, str]) -> str:
     missing = " and no ".join(k for k in CONFINEMENT if enforcement.get(k, "none") == "none")
     return (
-        f"sandbox refused to start: no {missing} isolation on this machine (bubblewrap is "
-        "missing or cannot create namespaces here); install bubblewrap, or choose an "
-        "unconfined sandbox explicitly (allow_unconfined=True)"
+        f"sandbox refused to start: no {missing} {NO_ISOLATION} (bubblewrap is missing or "
+        "cannot create namespaces here)"
     )
 
 

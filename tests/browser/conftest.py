@@ -209,9 +209,12 @@ def jupyterlab_server(
     env = {
         **os.environ,
         "JUPYTER_CONFIG_DIR": str(config_dir),
+        "JUPYTER_DATA_DIR": str(base / "jupyter-data"),  # session notebooks, signing secrets
         "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+        "IPYTHONDIR": str(base / "ipython"),  # the user kernels' history
         "JUPYTERLAB_SETTINGS_DIR": str(base / "settings"),
         "JUPYTERLAB_WORKSPACES_DIR": str(base / "workspaces"),
+        "npm_config_logs_max": "0",  # JupyterLab asks npm for its prefix: no log in ~/.npm
         "JUPYTER_PATH": os.pathsep.join(
             p for p in (str(data_dir or ""), os.environ.get("JUPYTER_PATH", "")) if p
         ),
@@ -248,16 +251,25 @@ def jupyterlab_server(
 
 
 @pytest.fixture(scope="module")
-def chromium() -> Iterator[Any]:
-    """Debian's Chromium driven by Playwright (Playwright's own browser download is not used)."""
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright (Playwright's own browser download is not used).
+
+    Its own config and cache folders (crash reports, dconf) are temporary, not the user's.
+    """
     missing = _browser_missing()
     if missing:
         _unavailable(missing)
     from playwright.sync_api import sync_playwright
 
+    home = tmp_path_factory.mktemp("chromium")
+    env = {
+        **os.environ,
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_CACHE_HOME": str(home / "cache"),
+    }
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True, env=env
         )
         yield browser
         browser.close()

@@ -4,8 +4,9 @@ A user's notebook runs ``%load_ext codeagent_jupyter`` and ``%agent …``; the k
 the server it runs under by itself (no CODEAGENT_SERVER_URL here), the server runs the
 agent in a sandbox, and the panel shows the plan and a plot live. Accept and Accept all
 insert the cells below the panel, in the agent's order, with provenance; Stop cancels a
-run stuck in ``while True: pass``. Screenshots go to test-artifacts/ and two of them to
-docs/screenshots/ for the README.
+run stuck in ``while True: pass``. Screenshots go to test-artifacts/, two of them also as
+test-artifacts/docs-screenshots/panel.png and accepted.png: copy those to docs/screenshots/
+to refresh the README's pictures (a test never writes into the checkout).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from tests.browser.lab import LabPage
 from tests.scripted_model import ScriptedModelServer, delay, text, tool_calls
 from tests.server.helpers import EXTENSION
 
-DOCS = Path(__file__).parents[2] / "docs" / "screenshots"
 LOAD = "%load_ext " + (
     "codeagent_jupyter"
     if hasattr(codeagent_jupyter, "load_ipython_extension")
@@ -96,6 +96,7 @@ def test_agent_panel_in_jupyterlab(
     browser_page: Any,
     screenshot: Any,
     model_server: ScriptedModelServer,
+    artifacts_dir: Path,
 ) -> None:
     base_url, token, root = jupyterlab_server
     model_server.set_script(
@@ -136,7 +137,7 @@ def test_agent_panel_in_jupyterlab(
     assert "fix for cell 2" in panel.locator('.codeagent-cell[data-cell="3"]').inner_text()
     scroll_to(lab, "agent")
     assert panel.locator('.codeagent-run-status[data-status="running"]').count() == 1
-    shutil.copyfile(screenshot(page, "panel"), _docs("panel.png"))
+    shutil.copyfile(screenshot(page, "panel"), _for_docs(artifacts_dir, "panel.png"))
 
     panel.locator('.codeagent-run-status[data-status="answered"]').wait_for(timeout=60_000)
     assert "210 in April" in panel.locator(".codeagent-answer").inner_text()
@@ -176,7 +177,7 @@ def test_agent_panel_in_jupyterlab(
     assert decisions == {ran[DATA]["tool_call_id"]: True, ran[PLOT]["tool_call_id"]: True}
     lab.select_cell(cells[2].id)
     scroll_to(lab, cells[4].id, "end")
-    shutil.copyfile(screenshot(page, "accepted"), _docs("accepted.png"))
+    shutil.copyfile(screenshot(page, "accepted"), _for_docs(artifacts_dir, "accepted.png"))
 
     # Stop: a run stuck in an endless loop is cancelled and says so.
     model_server.set_script(
@@ -208,6 +209,8 @@ def scroll_to(lab: LabPage, cell_id: str, align: str = "start") -> None:
     lab.page.wait_for_timeout(300)  # let the scroll settle before a screenshot
 
 
-def _docs(name: str) -> Path:
-    DOCS.mkdir(parents=True, exist_ok=True)
-    return DOCS / name
+def _for_docs(artifacts_dir: Path, name: str) -> Path:
+    """Where a picture for docs/screenshots/ goes: beside the other artifacts, not the docs."""
+    folder = artifacts_dir / "docs-screenshots"
+    folder.mkdir(exist_ok=True)
+    return folder / name

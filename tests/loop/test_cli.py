@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -119,8 +120,55 @@ def test_unreachable_model_is_reported(tmp_path):
     )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    assert "model" in result.stderr.splitlines()[-1].lower()
+    last = result.stderr.splitlines()[-1]
+    assert "http://127.0.0.1:9/v1 (connection refused)" in last and "model server" in last
+    assert "retry" not in result.stderr  # nothing listens there: it is not tried again
     nbformat.validate(nbformat.read(tmp_path / "s.ipynb", as_version=4))
+
+
+def test_without_bwrap_the_refusal_names_isolation_none(tmp_path):
+    """The CLI's way to choose an unconfined sandbox is a flag, not the server's setting."""
+    bin_dir = tmp_path / "bin"  # a PATH without bubblewrap (or unshare): the launcher's view
+    bin_dir.mkdir()
+    work = tmp_path / "work"
+    work.mkdir()
+    result = codeagent(
+        "run", "x", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+        "--workdir", str(work), "--out", str(work / "s.ipynb"),
+        env={"PATH": str(bin_dir)},
+    )  # fmt: skip
+    assert result.returncode == 1
+    line = one_line_error(result)
+    assert line.startswith("codeagent: error: sandbox refused to start: no ")
+    assert "install bubblewrap" in line and "(--isolation none)" in line
+    assert "read your files" in line and "allow_unconfined" not in line
+
+
+@pytest.mark.parametrize("command", ["run", "resume", "replay"])
+def test_every_flag_says_what_it_does(command):
+    """``--help`` of each subcommand: every flag has a help text, none cut short."""
+    from codeagent_jupyter.cli import _parser
+
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser = sub.choices[command]
+    for action in parser._actions:
+        assert action.help, f"{command} {action.option_strings or action.dest} has no help"
+        assert not action.help.rstrip().endswith(("into", "the", "a", ";")), action.help
+
+
+def test_run_help_groups_its_flags_and_shows_examples():
+    result = codeagent("run", "--help")
+    assert result.returncode == 0
+    help_text = result.stdout
+    groups = ["model:", "session:", "sandbox limits:", "examples:"]
+    positions = [help_text.index(f"\n{group}\n") for group in groups]
+    assert positions == sorted(positions), help_text
+    model = help_text[positions[0] : positions[1]]
+    assert "--base-url" in model and "--max-output-tokens" in model
+    assert "--memory-mb" in help_text[positions[2] : positions[3]]
+    assert 'codeagent run "' in help_text[positions[3] :] and "--isolation none" in help_text
+    resume = codeagent("resume", "--help").stdout
+    assert "restored into" not in resume and "examples:" in resume
 
 
 def test_killing_the_cli_mid_run_leaves_a_valid_notebook(tmp_path):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import threading
 import time
 from typing import Any
 
@@ -175,13 +177,48 @@ async def test_bad_key_is_clear_and_never_shown() -> None:
     assert "wrong-key-123" not in str(info.value) + repr(model)
 
 
-async def test_unreachable_endpoint() -> None:
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+async def test_refused_connection_on_this_machine_fails_at_once(host: str) -> None:
+    """Nothing listens on that port: no retry can change that, so no 4 retries (18 s)."""
     with ScriptedModelServer([]) as srv:
-        url = srv.url  # a port that is free again once the server stops
-    model, rec = OpenAIChatModel("m", url, max_retries=1, backoff=0.01), Recorder()
-    with pytest.raises(ModelError, match=r"failed after 2 attempts: connection to http.* failed"):
+        port = srv.url.split(":")[2].split("/")[0]  # a port that is free again once it stops
+    model, rec = OpenAIChatModel("m", f"http://{host}:{port}/v1", backoff=5.0), Recorder()
+    with pytest.raises(ModelError) as info:
         await model.complete(USER, [], **rec.kwargs())
     await model.aclose()
+    assert rec.retries == []
+    message = str(info.value)
+    assert "connection refused" in message and f"{host}:{port}" in message
+    assert "model server running" in message and "\n" not in message
+
+
+async def test_connection_dropped_by_a_server_is_retried() -> None:
+    """A server that is there but drops the connection may answer the next time: retried."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        stop = threading.Event()
+
+        def drop_every_connection() -> None:
+            listener.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except (TimeoutError, OSError):
+                    continue
+                conn.close()
+
+        dropper = threading.Thread(target=drop_every_connection, daemon=True)
+        dropper.start()
+        model, rec = OpenAIChatModel("m", url, max_retries=1, backoff=0.01), Recorder()
+        try:
+            with pytest.raises(ModelError, match=r"failed after 2 attempts: connection to http"):
+                await model.complete(USER, [], **rec.kwargs())
+        finally:
+            await model.aclose()
+            stop.set()
+            dropper.join(5)
     assert len(rec.retries) == 1
 
 
