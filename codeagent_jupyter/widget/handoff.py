@@ -98,8 +98,7 @@ def handoff_source(
     if used:
         names = ", ".join(used)
         head.append(
-            f"# {names}: from your kernel (copied into the agent's sandbox with --with); "
-            "run the cell that defines it first"
+            f"# uses {names} from your kernel (copied into the agent's sandbox with --with)"
         )
     head += needed_imports(source, preloaded)
     return "\n".join([*head, source]) if head else source

@@ -17,6 +17,8 @@ from . import render, theme
 
 
 def button(label: str, css: str, on_click: Callable[[], Any], **kw: Any) -> w.Button:
+    """A button as wide as its label (the side panel is narrow: nothing is cut off)."""
+    kw.setdefault("layout", w.Layout(width="auto", min_width="5em"))
     widget = w.Button(description=label, **kw)
     widget.add_class(css)
     widget.on_click(lambda _b: on_click())
@@ -68,11 +70,13 @@ class Header:
         self.style = w.HTML(theme.STYLE, layout=w.Layout(display="none"))
         self.banner = w.HTML("")  # red while the session's sandbox is unconfined
         self.dead = w.HTML(dead_html(None), layout=w.Layout(width="100%"))
-        self.title = w.HTML(title_html(None), layout=w.Layout(flex="1 1 auto"))
+        self.title = w.HTML(title_html(None), layout=w.Layout(flex="1 1 14em"))
         self.stop = button("Stop", "codeagent-stop", panel._on_stop, button_style="danger")
         self.accept_all = button("Accept all", "codeagent-accept-all", panel._on_accept_all)
         self.controls = w.HBox([self.accept_all, self.stop])
-        self.top = w.HBox([self.title, self.controls], layout=w.Layout(width="100%"))
+        self.top = w.HBox(
+            [self.title, self.controls], layout=w.Layout(width="100%", flex_flow="row wrap")
+        )
         self.status = w.HTML("")
         self.attention = w.HTML("")
         self._asked: str | None = None
@@ -83,7 +87,13 @@ class Header:
         )
         self.deny = button("Deny", "codeagent-deny-top", lambda: self._approve(False))
         self.approval = w.VBox(
-            [self.attention, w.HBox([self.approve, self.approve_session, self.deny])],
+            [
+                self.attention,
+                w.HBox(
+                    [self.approve, self.approve_session, self.deny],
+                    layout=w.Layout(flex_flow="row wrap"),
+                ),
+            ],
             layout=w.Layout(display="none", width="100%"),
         )
         self.plan = w.HTML("")

@@ -30,10 +30,11 @@ from .actions import Inserter
 from .client import AgentClient, CodeAgentError
 from .handoff import DEFAULT_PRELOADED, handoff_source
 from .header import Header, button
+from .make import make_view
 from .picker import VariablePicker
 from .sessions_view import SessionList
 from .transfer import Payload, upload_all
-from .views import ItemView, make_view
+from .views import ItemView
 
 log = logging.getLogger(__name__)
 TICK_S = 1.0
@@ -102,7 +103,7 @@ class AgentPanel:
             self.header.accept_all,
         )
         self.controls = self.header.controls
-        self.timeline = w.VBox([], layout=w.Layout(width="100%"))
+        self.timeline = w.VBox([], layout=w.Layout(width="100%", flex="0 0 auto"))
         self.timeline.add_class("codeagent-items")
         # A column-reverse scroller keeps its view at the bottom as items arrive (the newest
         # output stays in sight) and lets the user scroll back; its height is bounded so the
@@ -119,13 +120,15 @@ class AgentPanel:
         self.scroller.add_class("codeagent-timeline")
         self.prompt = w.Textarea(
             placeholder="Ask the agent, e.g. load sales.csv and plot monthly revenue",
-            layout=w.Layout(width="100%", height="60px"),
+            layout=w.Layout(flex="1 1 14em", height="60px"),
             continuous_update=True,
         )
         self.prompt.add_class("codeagent-prompt")
         self.prompt.observe(self._on_typing, "value")
         self.send = button("Send", "codeagent-send", self._on_send, button_style="primary")
-        self.composer = w.HBox([self.prompt, self.send], layout=w.Layout(width="100%"))
+        self.composer = w.HBox(
+            [self.prompt, self.send], layout=w.Layout(width="100%", flex_flow="row wrap")
+        )
         self.notice = w.HTML("")
         self.picker = VariablePicker(lambda: self.namespace_of() if self.namespace_of else [])
         self.sessions = SessionList(self)

@@ -2,8 +2,8 @@
 Open / Resume / Delete.
 
 Open shows a session in a panel in JupyterLab's right sidebar (its events replayed, then
-followed live); Resume does the same for a closed session and puts the cursor's job in its
-prompt box: a message to a closed session resumes it from its snapshots. Delete closes a
+followed live); Resume does the same for a closed session, whose next message resumes it
+from its snapshots. Delete closes a
 session for good. Fields beyond ``id``, ``state``, ``prompt`` and ``created`` are used
 when the server sends them.
 """
@@ -87,13 +87,14 @@ class SessionList:
         for entry in entries:
             sid = str(entry.get("id"))
             html = w.HTML(
-                row_html(entry, now, self.panel.session_id), layout=w.Layout(flex="1 1 auto")
+                row_html(entry, now, self.panel.session_id), layout=w.Layout(flex="1 1 14em")
             )
             actions = [self._action("Open", "open", sid, self.panel.open_session)]
             if entry.get("state") == "closed":
                 actions.append(self._action("Resume", "resume", sid, self.panel.resume_session))
             actions.append(self._action("Delete", "delete", sid, self._delete))
-            row = w.HBox([html, *actions], layout=w.Layout(width="100%"))
+            buttons = w.HBox(actions, layout=w.Layout(flex_flow="row wrap"))
+            row = w.HBox([html, buttons], layout=w.Layout(width="100%", flex_flow="row wrap"))
             row.add_class("codeagent-session")
             rows.append(row)
         self.rows.children = tuple(rows)
@@ -102,9 +103,7 @@ class SessionList:
         )
 
     def _action(self, label: str, css: str, sid: str, act: Callable[[str], Any]) -> w.Button:
-        widget = button(label, f"codeagent-session-{css}", lambda: act(sid))
-        widget.layout = w.Layout(width="auto")
-        return widget
+        return button(label, f"codeagent-session-{css}", lambda: act(sid))
 
     def _delete(self, session_id: str) -> None:
         async def delete() -> None:

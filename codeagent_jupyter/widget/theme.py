@@ -81,6 +81,7 @@ STYLE = """<style>
 .codeagent-panel .jupyter-widget-html-content { line-height: 1.45; }
 .codeagent-panel pre { line-height: var(--jp-code-line-height, 1.4); }
 .codeagent-panel .codeagent-timeline { scrollbar-gutter: stable; }
+.codeagent-panel.jupyter-widgets-disconnected::before,
 .codeagent-panel .jupyter-widgets-disconnected::before { display: none; }
 .codeagent-panel .codeagent-dead { display: none; }
 .codeagent-panel.jupyter-widgets-disconnected .codeagent-dead { display: block; }

@@ -21,6 +21,7 @@ from ..timeline import (
     ToolItem,
 )
 from . import render, theme
+from .header import button as _button
 
 
 class ItemView:
@@ -106,11 +107,9 @@ class FinishedView(ItemView):
         )
 
 
-def _button(label: str, css: str, on_click: Any, **kw: Any) -> w.Button:
-    button = w.Button(description=label, **kw)
-    button.add_class(css)
-    button.on_click(lambda _b: on_click())
-    return button
+def _buttons(*buttons: w.Button) -> w.HBox:
+    """A row of buttons that wraps in a narrow panel."""
+    return w.HBox(list(buttons), layout=w.Layout(flex_flow="row wrap"))
 
 
 class CellView(ItemView):
@@ -136,7 +135,7 @@ class CellView(ItemView):
         self.reject = _button(
             "Reject", "codeagent-reject", lambda: panel.decide(tcid(), False), icon="times"
         )
-        self.buttons = w.HBox([self.accept, self.accept_run, self.reject])
+        self.buttons = _buttons(self.accept, self.accept_run, self.reject)
         self.widget = w.VBox([self.html, self.buttons], layout=w.Layout(width="100%"))
         self.widget.add_class("codeagent-cell-view")
         self.sync()
@@ -176,7 +175,7 @@ class ApprovalView(ItemView):
             tooltip="Approve this call and every later call of this tool in this session",
         )
         self.deny = _button("Deny", "codeagent-deny", lambda: panel.approve(tcid(), False))
-        self.buttons = w.HBox([self.approve, self.approve_session, self.deny])
+        self.buttons = _buttons(self.approve, self.approve_session, self.deny)
         self.widget = w.VBox([self.html, self.buttons], layout=w.Layout(width="100%"))
         self.sync()
 
@@ -209,11 +208,3 @@ _VIEWS: dict[type, type[ItemView]] = {
     ApprovalItem: ApprovalView,
     FinishedItem: FinishedView,
 }
-
-
-def make_view(item: Item, panel: Any) -> ItemView:
-    if isinstance(item, ToolItem) and item.name == "delegate":
-        from .helpers_view import DelegateView  # its helpers, as collapsible groups
-
-        return DelegateView(item, panel)
-    return _VIEWS[type(item)](item, panel)
