@@ -29,7 +29,9 @@ def import_lines(preloaded: Iterable[str]) -> dict[str, str]:
     for entry in preloaded:
         module, _, alias = entry.partition(" as ")
         module, alias = module.strip(), alias.strip()
-        if not module.replace(".", "").replace("_", "").isalnum():
+        if not all(part.isidentifier() for part in module.split(".")):
+            continue
+        if alias and not alias.isidentifier():
             continue
         name = alias or ALIASES.get(module) or module.split(".")[0]
         lines[name] = f"import {module} as {alias}" if alias else f"import {module}"

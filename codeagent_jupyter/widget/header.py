@@ -101,8 +101,8 @@ class Header:
             [
                 self.style,
                 self.banner,
+                self.top,  # the title's session id is the first <code> of the panel
                 self.dead,
-                self.top,
                 self.status,
                 self.approval,
                 self.plan,

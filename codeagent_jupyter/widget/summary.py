@@ -18,14 +18,19 @@ MAX_BYTES = 2_000_000
 
 
 def _cell(cell: CellItem, budget: list[int]) -> str:
-    outputs = []
+    outputs, left_out = [], 0
     for output in render.merge_streams(cell.outputs):
         piece = render.output_html(output)
         if len(piece) > budget[0]:
-            piece = f"<p><i>[{render.esc(str(output.get('output_type')))} output not kept here: "
-            piece += "see the session notebook]</i></p>"
+            left_out += 1
+            continue
         budget[0] -= len(piece)
         outputs.append(piece)
+    if left_out:
+        outputs.append(
+            f"<p><i>[{left_out} output{'s' * (left_out > 1)} not kept here: see the session "
+            "notebook]</i></p>"
+        )
     head = render.cell_header(cell)
     code = render.code_html(cell.code, cell.tool) if not cell.edit else ""
     body = code + "".join(outputs) if not cell.edit else render.edit_html(cell.edit)

@@ -9,8 +9,10 @@ token colours that keep 4.5:1 in the light and dark themes (JupyterLab's comment
 meta colours do not on a dark editor, so those tokens borrow other variables).
 
 ``STYLE`` is the one stylesheet of the panel, carried in its first (hidden) HTML widget:
-what inline styles cannot say (a line height for ipywidgets' HTML boxes, the message of a
-panel whose kernel is gone, the outline of the header).
+what inline styles cannot say: a line height for ipywidgets' HTML boxes; widths that leave
+room for ipywidgets' margins (a box with ``width: 100%`` plus its 2 px margins made every
+box around it scroll sideways; a wide table must scroll in its own frame, not stretch
+the flex item that holds it); the message of a panel whose kernel is gone.
 """
 
 from __future__ import annotations
@@ -78,9 +80,11 @@ def highlight(code: str, tool: str = "run_cell") -> str:
 
 STYLE = """<style>
 .codeagent-panel .widget-html-content,
-.codeagent-panel .jupyter-widget-html-content { line-height: 1.45; }
+.codeagent-panel .jupyter-widget-html-content { line-height: 1.45; min-width: 0; }
 .codeagent-panel pre { line-height: var(--jp-code-line-height, 1.4); }
-.codeagent-panel .codeagent-timeline { scrollbar-gutter: stable; }
+.codeagent-panel, .codeagent-panel .jupyter-widgets {
+  max-width: calc(100% - 2 * var(--jp-widgets-margin, 2px));
+}
 .codeagent-panel.jupyter-widgets-disconnected::before,
 .codeagent-panel .jupyter-widgets-disconnected::before { display: none; }
 .codeagent-panel .codeagent-dead { display: none; }
@@ -91,7 +95,6 @@ STYLE = """<style>
   pointer-events: none; opacity: 0.45;
 }
 .codeagent-panel details > summary { cursor: pointer; color: var(--jp-content-font-color2); }
-.codeagent-panel .codeagent-sessions table { border-collapse: collapse; }
 </style>"""
 """Rules inline styles cannot express. ``jupyter-widgets-disconnected`` is the class
 ipywidgets puts on every view whose kernel is gone (restarted, shut down): the panel then
