@@ -17,6 +17,7 @@ import ast
 from collections.abc import Iterable
 
 from ..sandbox.preload import ALIASES, DEFAULT_CANDIDATES, shown
+from ..timeline import CellItem
 
 DEFAULT_PRELOADED = tuple(shown(m) for m in DEFAULT_CANDIDATES)
 """What a sandbox preloads unless the server says otherwise (``c.CodeAgent.preload``)."""
@@ -104,3 +105,14 @@ def handoff_source(
         )
     head += needed_imports(source, preloaded)
     return "\n".join([*head, source]) if head else source
+
+
+def cell_source(
+    cell: CellItem, preloaded: Iterable[str] | None, brought: Iterable[str] = ()
+) -> str:
+    """An accepted agent cell's notebook source; ``preloaded`` None (a sandbox or recording
+    that did not say) assumes the default preload. Shell cells are left as they are."""
+    if cell.tool != "run_cell":
+        return cell.notebook_source
+    chosen = DEFAULT_PRELOADED if preloaded is None else preloaded
+    return handoff_source(cell.notebook_source, chosen, brought)

@@ -25,11 +25,11 @@ import ipywidgets as w
 from ..events import Event
 from ..fold import SessionState, reduce
 from ..timeline import CellItem
-from . import render, theme
+from . import layout, render, theme
 from .actions import Inserter
 from .client import AgentClient, CodeAgentError
-from .handoff import DEFAULT_PRELOADED, handoff_source
-from .header import Header, button
+from .handoff import cell_source
+from .header import Header
 from .make import make_view
 from .picker import VariablePicker
 from .sessions_view import SessionList
@@ -39,8 +39,6 @@ from .views import ItemView
 log = logging.getLogger(__name__)
 TICK_S = 1.0
 WARM_WAIT_S = 15.0  # how long Send waits for a warm-up still in flight before starting anyway
-TIMELINE_HEIGHT = "60vh"
-"""The timeline scrolls inside this height: the header and prompt box stay on screen."""
 
 
 class AgentPanel:
@@ -92,43 +90,16 @@ class AgentPanel:
 
     def _build(self) -> None:
         self.header = Header(self)
-        self.banner, self.title, self.status = (
-            self.header.banner,
-            self.header.title,
-            self.header.status,
+        head = self.header
+        self.banner, self.title, self.status, self.plan = (
+            head.banner,
+            head.title,
+            head.status,
+            head.plan,
         )
-        self.plan, self.stop, self.accept_all = (
-            self.header.plan,
-            self.header.stop,
-            self.header.accept_all,
-        )
-        self.controls = self.header.controls
-        self.timeline = w.VBox([], layout=w.Layout(width="100%", flex="0 0 auto"))
-        self.timeline.add_class("codeagent-items")
-        # A column-reverse scroller keeps its view at the bottom as items arrive (the newest
-        # output stays in sight) and lets the user scroll back; its height is bounded so the
-        # header (Stop) and the prompt box stay on screen.
-        self.scroller = w.VBox(
-            [self.timeline],
-            layout=w.Layout(
-                width="100%",
-                max_height=TIMELINE_HEIGHT,
-                overflow="auto",
-                flex_flow="column-reverse",
-            ),
-        )
-        self.scroller.add_class("codeagent-timeline")
-        self.prompt = w.Textarea(
-            placeholder="Ask the agent, e.g. load sales.csv and plot monthly revenue",
-            layout=w.Layout(flex="1 1 14em", height="60px"),
-            continuous_update=True,
-        )
-        self.prompt.add_class("codeagent-prompt")
-        self.prompt.observe(self._on_typing, "value")
-        self.send = button("Send", "codeagent-send", self._on_send, button_style="primary")
-        self.composer = w.HBox(
-            [self.prompt, self.send], layout=w.Layout(width="100%", flex_flow="row wrap")
-        )
+        self.stop, self.accept_all, self.controls = head.stop, head.accept_all, head.controls
+        self.timeline, self.scroller = layout.timeline()
+        self.prompt, self.send, self.composer = layout.composer(self._on_send, self._on_typing)
         self.notice = w.HTML("")
         self.picker = VariablePicker(lambda: self.namespace_of() if self.namespace_of else [])
         self.sessions = SessionList(self)
@@ -162,16 +133,8 @@ class AgentPanel:
         return label or ""
 
     def handoff(self, cell: CellItem) -> str:
-        """The source an accepted cell gets in the notebook: imports of the sandbox's
-        preloaded names it uses and a note on the ``--with`` variables it reads."""
-        if cell.tool != "run_cell":
-            return cell.notebook_source
-        preloaded = self.state.preloaded
-        return handoff_source(
-            cell.notebook_source,
-            DEFAULT_PRELOADED if preloaded is None else preloaded,
-            self.brought,
-        )
+        """The source an accepted cell gets in the notebook (``handoff.cell_source``)."""
+        return cell_source(cell, self.state.preloaded, self.brought)
 
     # -- events -> view -------------------------------------------------------------------
 
