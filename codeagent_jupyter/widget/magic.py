@@ -123,8 +123,7 @@ class AgentMagics(Magics):
         payloads = self.serialize(args.with_names) if args.with_names else []
         if request == "fix":
             request = self.fix_request([p.name for p in payloads])
-        side = self.side if args.side is None else args.side
-        panel = self.open_panel(args.model, args.max_steps, args.notebook_path, side=side)
+        panel = self.open_panel(args.model, args.max_steps, args.notebook_path, side=args.side)
         if panel is None:
             return
         panel.payloads = payloads
@@ -139,10 +138,12 @@ class AgentMagics(Magics):
         max_steps: int | None = None,
         path: str | None = None,
         *,
-        side: bool = False,
+        side: bool | None = None,
     ) -> AgentPanel | None:
-        """Display a new panel (inline, or ``side`` in JupyterLab's right sidebar); None
-        (after a one-line message) if no server is reachable."""
+        """Display a new panel (inline, or ``side`` in JupyterLab's right sidebar; None:
+        ``AgentMagics.side`` decides); None (after a one-line message) if no server is
+        reachable."""
+        side = self.side if side is None else side
         try:
             client = AgentClient.discover()
             client.check()

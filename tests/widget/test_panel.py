@@ -194,3 +194,30 @@ async def _post(client: AgentClient, panel: AgentPanel, tcid: str, body: Any) ->
     except ClientError as e:
         return e.status, str(e)
     return 200, ""
+
+
+def test_a_follow_up_resumes_a_closed_session(
+    run: Any, client: AgentClient, scripted_model: Any
+) -> None:
+    run(_follow_up_resumes(client, scripted_model))
+
+
+async def _follow_up_resumes(client: AgentClient, scripted_model: Any):
+    """What the session list's Resume leads to: a panel on a closed session, whose next
+    message resumes it and whose events are followed again."""
+    scripted_model.set_script([tool_calls(("run_cell", {"code": "y = 5"})), text("set")])
+    started = await client.start("set y")
+    sid = started["id"]
+    panel = AgentPanel(client, inserter=Inserter(None, None))
+    panel.attach(sid)
+    await until(lambda: panel.state.status == "answered")
+    await client.request("POST", f"/sessions/{sid}/pause")
+    await until(lambda: panel._follow_task is not None and panel._follow_task.done())
+    assert (await client.session(sid))["state"] == "closed"
+
+    scripted_model.set_script([tool_calls(("run_cell", {"code": "print(y * 2)"})), text("10")])
+    panel.prompt.value = "double y"
+    panel.send.click()
+    await until(lambda: len(panel.state.cells) == 2 and panel.state.status == "answered")
+    assert "10" in panel._views[panel.state.cells[1].key].html.value  # y came back
+    panel.close()
