@@ -122,8 +122,8 @@ def traceback_html(output: dict[str, Any]) -> str:
     lines = tb.split("\n")
     return (
         f'<div class="codeagent-traceback" style="background:{theme.ERROR_BG}">'
-        f'<details class="codeagent-fold"><summary style="font-size:11px;padding:2px 6px">'
-        f"traceback ({len(lines):,} lines)</summary>"
+        f'<details class="codeagent-fold"><summary style="font-size:11px;padding:2px 6px;'
+        f'color:{theme.TEXT}">traceback ({len(lines):,} lines)</summary>'
         f'<pre style="{style}">{esc(tb)}</pre></details>'
         f'<pre style="{style}">{esc(last or lines[-1])}</pre></div>'
     )

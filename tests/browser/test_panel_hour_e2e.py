@@ -3,7 +3,8 @@
 One run with everything a session shows (a plan, a ``--with`` variable, preloaded ``pd``/
 ``np``/``plt``, a long output, a traceback, a wide DataFrame, an edit of a user's cell, a
 Markdown table in the answer), then what the user does with it: reads it in the dark theme
-(contrast measured on code, diff and traceback), Accept and run, Accept all, saves (the saved
+(contrast measured on code, diff and traceback; also in the
+high-contrast and light themes), Accept and run, Accept all, saves (the saved
 notebook carries a static summary, read with nbformat), restarts the kernel (the old panel
 says it is disconnected) and runs everything in the fresh kernel with no error.
 
@@ -218,13 +219,14 @@ def test_first_hour_in_one_notebook(
     assert caption.bounding_box()["y"] + caption.bounding_box()["height"] <= buttons["y"]
     screenshot(page, "light")
 
-    _set_theme(lab, "JupyterLab Dark")
-    for selector in (".codeagent-code", ".codeagent-diff", ".codeagent-traceback"):
-        measured = page.evaluate(_CONTRAST_JS, f".codeagent-panel {selector}")
-        assert measured["count"] > 0, selector
-        assert measured["lowest"][0]["ratio"] >= 4.5, (selector, measured["lowest"])
-    screenshot(page, "dark")
-    _set_theme(lab, "JupyterLab Light")
+    for theme in ("JupyterLab Dark", "JupyterLab Dark High Contrast", "JupyterLab Light"):
+        _set_theme(lab, theme)
+        for selector in (".codeagent-code", ".codeagent-diff", ".codeagent-traceback"):
+            measured = page.evaluate(_CONTRAST_JS, f".codeagent-panel {selector}")
+            assert measured["count"] > 0, selector
+            assert measured["lowest"][0]["ratio"] >= 4.5, (theme, selector, measured["lowest"])
+        if theme == "JupyterLab Dark":
+            screenshot(page, "dark")
 
     # Accept and run the first cell: inserted below the panel and run in this kernel.
     views = panel.locator(".codeagent-cell-view")
