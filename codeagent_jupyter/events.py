@@ -73,6 +73,9 @@ class RunStarted(Event):
     limits: dict[str, Any] = field(default_factory=dict)
     enforcement: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+    preloaded: list[str] | None = None
+    """What the sandbox imported before the session, as the model is told it (``pandas as
+    pd``); None when the sandbox did not say (an older recording)."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,9 @@ class ApprovalDecided(Event):
     type: ClassVar[str] = "approval_decided"
     tool_call_id: str = ""
     approved: bool = False
+    remember: str = ""
+    """``"session"``: the user allowed this tool for the rest of the session (on the call
+    they decided, and on every later call approved by that allowance)."""
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,13 @@ def reduce(state: SessionState, event: ev.Event) -> SessionState:
             )
             new = replace(state, items=(*state.items, item))
         case ev.ApprovalDecided():
-            new = _update(state, ApprovalItem, event.tool_call_id, approved=event.approved)
+            new = _update(
+                state,
+                ApprovalItem,
+                event.tool_call_id,
+                approved=event.approved,
+                remember=event.remember,
+            )
         case ev.ToolCallStarted():
             new = _tool_call_started(state, event)
         case ev.CellOutput():
@@ -110,6 +116,7 @@ def _run_started(s: SessionState, e: ev.RunStarted) -> SessionState:
         retry="",
         enforcement=dict(e.enforcement),
         price=price or s.price,
+        preloaded=tuple(e.preloaded) if e.preloaded is not None else s.preloaded,
     )
 
 

@@ -95,6 +95,7 @@ class AgentLoop:
             limits=self.sandbox.limits.to_dict() if self.sandbox is not None else {},
             enforcement=dict(getattr(self.sandbox, "enforcement", {}) or {}),
             config=self.config.to_dict(),
+            preloaded=getattr(self.sandbox, "preloaded", None),
         )
         first = self.run_index == 0 and self.context
         content = f"{self.context}\n\n## Request\n{prompt}" if first else prompt

@@ -22,8 +22,9 @@ from .stopping import RunStopped
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-Approver = Callable[[str, str, Any], Awaitable[bool]]
-"""``(tool_call_id, name, arguments) -> approved``; awaited for tools under the ``ask`` policy."""
+Approver = Callable[[str, str, Any], Awaitable["bool | tuple[bool, str]"]]
+"""``(tool_call_id, name, arguments) -> approved``, or ``(approved, remember)`` where the
+decision stands for more than this call (``"session"``); awaited for tools under ``ask``."""
 
 Guard = Callable[[Awaitable[Any], bool], Awaitable[Any]]
 """``(awaitable, interruptible) -> its result``, or raises when the run is stopped first."""
@@ -122,8 +123,11 @@ class ToolRunner:
         self.bus.publish(
             ev.ApprovalRequested, step=step, tool_call_id=call_id, name=name, arguments=arguments
         )
-        approved = False
+        approved, remember = False, ""
         if self.approver is not None:
-            approved = await self.guard(self.approver(call_id, name, arguments), False)
-        self.bus.publish(ev.ApprovalDecided, tool_call_id=call_id, approved=approved)
+            answer = await self.guard(self.approver(call_id, name, arguments), False)
+            approved, remember = answer if isinstance(answer, tuple) else (bool(answer), "")
+        self.bus.publish(
+            ev.ApprovalDecided, tool_call_id=call_id, approved=approved, remember=remember
+        )
         return approved

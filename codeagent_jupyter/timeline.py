@@ -142,6 +142,8 @@ class ApprovalItem:
     name: str
     arguments: Any
     approved: bool | None = None
+    remember: str = ""
+    """``"session"`` when the tool is allowed for the rest of the session."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,8 @@ class SessionState:
     last_seq: int = -1
     enforcement: dict[str, Any] = field(default_factory=dict)
     price: dict[str, float] | None = None  # USD per million tokens, when the server has one
+    preloaded: tuple[str, ...] | None = None
+    """What the sandbox imported before the session (``pandas as pd``); None: not said."""
 
     @property
     def cost(self) -> float | None:

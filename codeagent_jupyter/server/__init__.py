@@ -14,7 +14,9 @@ enables it on ``pip install``. Routes (all behind the server's auth, resource ``
     WS     sessions/ID/events?since=N              events from seq N, then live
     POST   sessions/ID/messages  {text}            follow-up in the same sandbox (202)
     POST   sessions/ID/cancel                      interrupt the cell, stop the run
-    POST   sessions/ID/approvals/CALL {approve}    decide a tool call under "ask"
+    POST   sessions/ID/approvals/CALL {approve, remember?}  decide a tool call under "ask"
+                                                ("remember": "session" allows the tool
+                                                for the rest of the session)
     POST   sessions/ID/cells/CALL/accept|reject    record the user's decision
     GET    sessions/ID/notebook                    the session .ipynb
 

@@ -67,7 +67,9 @@ START["properties"]["uploads"] = {
     "maxItems": 20,
 }
 MESSAGE = body_schema({"text": "string"}, {})
-APPROVAL = body_schema({"approve": "boolean"}, {})
+APPROVAL = body_schema({"approve": "boolean"}, {"remember": "string"})
+APPROVAL["properties"]["remember"]["enum"] = ["session"]
+"""``remember: "session"`` with ``approve: true`` allows the tool for the rest of the session."""
 
 
 def check_body(body: Any, schema: dict[str, Any]) -> dict[str, Any]:
@@ -103,4 +105,7 @@ def check_body(body: Any, schema: dict[str, Any]) -> dict[str, Any]:
     field = error.absolute_path[0]
     if error.validator == "pattern":
         raise ApiError(400, f"field {field} must not be empty")
+    if error.validator == "enum":
+        allowed = ", ".join(repr(v) for v in error.validator_value)
+        raise ApiError(400, f"field {field} must be {allowed}")
     raise ApiError(400, f"field {field} has the wrong type")

@@ -172,8 +172,10 @@ class ApprovalHandler(BaseHandler):
     async def post(self, session_id: str, tool_call_id: str) -> None:
         session = self.session(session_id, change=True)
         body = self.json_body(bodies.APPROVAL)
-        session.decide_approval(tool_call_id, body["approve"])
-        self.reply({"tool_call_id": tool_call_id, "approved": body["approve"]})
+        remember = body.get("remember", "")
+        session.decide_approval(tool_call_id, body["approve"], remember)
+        reply = {"tool_call_id": tool_call_id, "approved": body["approve"]}
+        self.reply({**reply, "remember": remember} if remember else reply)
 
 
 class CellDecisionHandler(BaseHandler):

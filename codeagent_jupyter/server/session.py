@@ -63,6 +63,8 @@ class AgentSession:
         self.closed = False
         self.last_activity = time.monotonic()
         self._approvals: dict[str, asyncio.Future[bool]] = {}
+        self.allowed: set[str] = set()
+        """Tools the user allowed for the rest of the session ("allow for this session")."""
         self.paused = False
         self.deleted = False
         """Closed by DELETE: not resumed by a message (409), though it may be forked."""
@@ -121,6 +123,7 @@ class AgentSession:
             "events": len(self.bus.events),
             "next_seq": self.bus.next_seq,
             "pending_approvals": sorted(self._approvals),
+            "allowed_tools": sorted(self.allowed),
             "paused": self.paused,
             "restored": self.restored,
             "snapshots": self.snapshots.status() if self.snapshots is not None else None,
@@ -168,22 +171,32 @@ class AgentSession:
         self.loop.cancel("stopped by the user")
         return True
 
-    async def approve(self, tool_call_id: str, name: str, arguments: Any) -> bool:
-        """The loop's approver: waits until a client decides (or the run is stopped)."""
+    async def approve(self, tool_call_id: str, name: str, arguments: Any) -> tuple[bool, str]:
+        """The loop's approver: a tool the user allowed for the session is approved at once;
+        otherwise waits until a client decides (or the run is stopped)."""
+        if name in self.allowed:
+            return True, "session"
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._approvals[tool_call_id] = future
         try:
-            return await future
+            approved = await future
         finally:
             self._approvals.pop(tool_call_id, None)
+        return approved, "session" if approved and name in self.allowed else ""
 
-    def decide_approval(self, tool_call_id: str, approved: bool) -> None:
+    def decide_approval(self, tool_call_id: str, approved: bool, remember: str = "") -> None:
+        """Answer a waiting call; ``remember="session"`` with an approval also allows the
+        tool for every later call of this session (never a denial: a denied tool is asked
+        again)."""
         future = self._approvals.get(tool_call_id)
         if future is None or future.done():
             asked = self.view.approval(tool_call_id)
             if asked is not None and asked.approved is not None:
                 raise ApiError(409, f"tool call {tool_call_id} was already decided")
             raise ApiError(404, f"no approval is waiting for tool call {tool_call_id}")
+        asked = self.view.approval(tool_call_id)
+        if approved and remember == "session" and asked is not None:
+            self.allowed.add(asked.name)
         future.set_result(approved)
 
     def decide_cell(self, cell_id: str, accepted: bool, recorder_factory: Any) -> dict[str, Any]:

@@ -46,8 +46,9 @@ def unload_ipython_extension(ipython: Any) -> None:
         return
     for panel in magics.panels:
         panel.close()
-    with contextlib.suppress(ValueError):
-        ipython.events.unregister("post_run_cell", magics.watcher.post_run_cell)
+    for callback in (magics.watcher.post_run_cell, magics.count):
+        with contextlib.suppress(ValueError):
+            ipython.events.unregister("post_run_cell", callback)
     for kind in ("line", "cell"):
         ipython.magics_manager.magics[kind].pop("agent", None)
 

@@ -9,6 +9,7 @@ IPython's ``set_next_input``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..timeline import CellItem
@@ -46,12 +47,17 @@ class Inserter:
         self.anchor_cell_id = anchor_cell_id
         self.inserted: dict[int, str] = {}  # panel cell number -> notebook cell id
         self._claimed: set[int] = set()  # inserted or being inserted
+        self._edits: dict[int, str] = {}  # panel cell number of an edit -> the cell holding it
+        self.source_of: Callable[[CellItem], str] = lambda cell: cell.notebook_source
+        """The source an accepted cell gets in the notebook (the panel adds the imports
+        of preloaded names, ``handoff.handoff_source``)."""
 
     async def available(self) -> bool:
         return self.bridge is not None and await self.bridge.available()
 
-    async def insert(self, session_id: str, cells: list[CellItem]) -> str:
-        """Insert ``cells``; returns a one-line account of what happened for the panel."""
+    async def insert(self, session_id: str, cells: list[CellItem], *, run: bool = False) -> str:
+        """Insert ``cells`` (and, with ``run``, run them in the user's kernel: "Accept and
+        run"); returns a one-line account of what happened for the panel."""
         todo = sorted((c for c in cells if c.number not in self._claimed), key=lambda c: c.number)
         if not todo:
             return "Already in the notebook."
@@ -62,17 +68,33 @@ class Inserter:
         edits = [c for c in todo if c.edit]
         note = await self._apply_edits(session_id, edits) if edits else ""
         todo = [c for c in todo if not c.edit]
-        if not todo:
-            return note
-        inserted = await self._insert_cells(session_id, todo)
-        return f"{note} {inserted}" if note else inserted
+        inserted = await self._insert_cells(session_id, todo) if todo else ""
+        said = " ".join(part for part in (note, inserted) if part)
+        if run:
+            said = await self._run(cells, said)
+        return said
+
+    async def _run(self, cells: list[CellItem], said: str) -> str:
+        """Run the notebook cells that hold ``cells`` now (inserted, or edited in place)."""
+        assert self.bridge is not None
+        numbers = sorted(c.number for c in cells)
+        ids = [self._edits.get(n) or self.inserted.get(n) for n in numbers]
+        ids = [i for i in ids if i]
+        if not ids:
+            return said
+        try:
+            await self.bridge.run_cells(ids)
+        except BridgeError as e:
+            return f"{said} codeagent: could not run it: {e}".strip()
+        said = said.replace(" (not run)", "").replace(" (outputs cleared; run it)", "")
+        return f"{said} Running it in your kernel."
 
     async def _insert_cells(self, session_id: str, todo: list[CellItem]) -> str:
         """New cells below the panel (the agent's own cells), in the agent's order."""
         assert self.bridge is not None
         self._claimed.update(c.number for c in todo)  # an Accept all racing an Accept
         for index, cell in enumerate(todo):
-            entry = {"source": cell.notebook_source, "metadata": provenance(session_id, cell)}
+            entry = {"source": self.source_of(cell), "metadata": provenance(session_id, cell)}
             try:
                 ids = await self._insert(entry, cell.number)
             except BridgeError as e:
@@ -99,17 +121,20 @@ class Inserter:
             try:
                 await self.bridge.replace_cell(target, cell.code, meta, edit.get("old_source"))
                 notes.append(f"Replaced the source of cell {target} (outputs cleared; run it).")
+                self._edits[cell.number] = target
             except BridgeError as e:
                 entry = {"source": edit_note(cell, str(e)) + cell.code, "metadata": meta}
                 try:
                     try:
-                        await self.bridge.insert_cells([entry], target)
+                        placed = await self.bridge.insert_cells([entry], target)
                     except BridgeError:  # the cell is gone: below the panel instead
-                        await self.bridge.insert_cells([entry], self.anchor_cell_id)
+                        placed = await self.bridge.insert_cells([entry], self.anchor_cell_id)
                 except BridgeError as again:
                     self._claimed.discard(cell.number)
                     notes.append(f"codeagent: could not apply the edit of cell {target}: {again}")
                     continue
+                if placed:
+                    self._edits[cell.number] = placed[-1]
                 notes.append(f"Put the edit of cell {target} in a new cell below it: {e}")
         return " ".join(notes)
 

@@ -100,6 +100,22 @@ class NotebookBridge:
             raise BridgeError(str(reply.get("message") or reply))
         return cell_id
 
+    async def run_cells(self, cell_ids: list[str]) -> list[str]:
+        """Run the cells ``cell_ids`` of the notebook, in order, in its kernel (this one),
+        as Shift+Enter would; returns once they are queued, not when they finish."""
+        if not await self.available():
+            raise BridgeError("the JupyterLab extension is not available")
+        request = self._new_request({"action": "run_cells", "cell_ids": list(cell_ids)})
+        future = self._pending[request["request_id"]]
+        self.comm.send(request)
+        try:
+            reply = await asyncio.wait_for(future, REPLY_TIMEOUT)
+        except asyncio.TimeoutError:
+            raise BridgeError("the notebook did not confirm running the cells") from None
+        if reply.get("action") != "running":
+            raise BridgeError(str(reply.get("message") or reply))
+        return [str(i) for i in reply.get("cell_ids") or []]
+
     def close(self) -> None:
         if self.comm is not None and not self._closed:
             self._closed = True

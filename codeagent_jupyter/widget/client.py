@@ -258,9 +258,16 @@ class AgentClient:
     async def cancel(self, session_id: str) -> dict[str, Any]:
         return await self.request("POST", f"/sessions/{_q(session_id)}/cancel")
 
-    async def approve(self, session_id: str, tool_call_id: str, approve: bool) -> dict[str, Any]:
+    async def approve(
+        self, session_id: str, tool_call_id: str, approve: bool, remember: str = ""
+    ) -> dict[str, Any]:
+        """Decide a waiting tool call; ``remember="session"`` (with ``approve``) allows the
+        tool for the rest of the session."""
         path = f"/sessions/{_q(session_id)}/approvals/{_q(tool_call_id)}"
-        return await self.request("POST", path, {"approve": approve})
+        body: dict[str, Any] = {"approve": approve}
+        if remember:
+            body["remember"] = remember
+        return await self.request("POST", path, body)
 
     async def decide(self, session_id: str, cell_id: str, accept: bool) -> dict[str, Any]:
         """Record Accept/Reject of a cell (by tool call id) in the session notebook."""

@@ -3,6 +3,7 @@
     %agent plot monthly revenue from sales.csv
     %agent --model gpt-4o-mini --max-steps 10 summarise data.csv
     %agent --attach 3f2a9c1b7d4e          (re-attach after a kernel restart)
+    %agent --side plot revenue            (the panel in JupyterLab's right sidebar)
     %agent --with df,model fit a better model   (copy df and model into the sandbox)
     %agent accept 3 | %agent accept all   (without the JupyterLab extension)
     %agent fix | %agent --with df fix     (propose an edit of the last failed cell)
@@ -10,6 +11,8 @@
     <a long request over several lines>
 
 Options come first; everything after them is the request, verbatim (quotes and all).
+``%config AgentMagics.side = True`` (or ``c.AgentMagics.side = True`` in an IPython kernel
+config file) makes the side panel the default; ``--inline`` then keeps one in its cell.
 """
 
 from __future__ import annotations
@@ -21,18 +24,20 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
+from traitlets import Bool
 
 from ..variables import summarize
 from .actions import Inserter, edit_note
 from .bridge import NotebookBridge
 from .client import AgentClient, CodeAgentError, notebook_path
+from .display import Placement, sidecar_class
 from .fixing import FailureWatcher, fix_request, names_used
 from .panel import AgentPanel
 from .transfer import Payload, serialize
 
 USAGE = (
     "usage: %agent [--model NAME] [--max-steps N] [--notebook-path PATH] [--attach ID] "
-    "[--with NAME,NAME] REQUEST"
+    "[--with NAME,NAME] [--side | --inline] REQUEST"
 )
 OPTIONS = ("--model", "--max-steps", "--attach", "--notebook-path", "--with")
 
@@ -49,6 +54,9 @@ def _parser() -> _Parser:
     p.add_argument("--attach")
     p.add_argument("--notebook-path")
     p.add_argument("--with", dest="with_names")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--side", action="store_true", default=None)
+    where.add_argument("--inline", dest="side", action="store_false")
     return p
 
 
@@ -74,12 +82,31 @@ def parse(line: str) -> tuple[argparse.Namespace, str]:
 class AgentMagics(Magics):
     """Keeps the panels of this kernel, so ``%agent accept N`` finds the latest one."""
 
+    side = Bool(
+        False,
+        help="Show new agent panels in JupyterLab's right sidebar (jupyterlab-sidecar) "
+        "instead of the cell's output; --side / --inline choose per panel.",
+    ).tag(config=True)
+
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.panels: list[AgentPanel] = []
         self.watcher = FailureWatcher()
+        self.counts: dict[str, int] = {}
+        """Notebook cell id -> its last execution count here (what JupyterLab shows)."""
         if shell is not None:
             shell.events.register("post_run_cell", self.watcher.post_run_cell)
+            shell.events.register("post_run_cell", self.count)
+
+    def count(self, result: Any) -> None:
+        """Remember ``In [n]`` of each notebook cell that ran (``post_run_cell``)."""
+        cell_id = getattr(result.info, "cell_id", None)
+        if cell_id and result.execution_count:
+            self.counts[str(cell_id)] = int(result.execution_count)
+
+    def cell_label(self, cell_id: str) -> str | None:
+        number = self.counts.get(cell_id)
+        return f"In [{number}]" if number else None
 
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> None:
@@ -96,7 +123,7 @@ class AgentMagics(Magics):
         payloads = self.serialize(args.with_names) if args.with_names else []
         if request == "fix":
             request = self.fix_request([p.name for p in payloads])
-        panel = self.open_panel(args.model, args.max_steps, args.notebook_path)
+        panel = self.open_panel(args.model, args.max_steps, args.notebook_path, side=args.side)
         if panel is None:
             return
         panel.payloads = payloads
@@ -110,10 +137,13 @@ class AgentMagics(Magics):
         model: str | None = None,
         max_steps: int | None = None,
         path: str | None = None,
+        *,
+        side: bool | None = None,
     ) -> AgentPanel | None:
-        """Display a new panel; None (after a one-line message) if no server is reachable."""
-        from IPython.display import display
-
+        """Display a new panel (inline, or ``side`` in JupyterLab's right sidebar; None:
+        ``AgentMagics.side`` decides); None (after a one-line message) if no server is
+        reachable."""
+        side = self.side if side is None else side
         try:
             client = AgentClient.discover()
             client.check()
@@ -133,9 +163,34 @@ class AgentMagics(Magics):
         )
         panel.namespace_of = self.namespace
         panel.serialize_of = self.serialize
+        panel.label_of = self.cell_label
+        panel.open_of = self.open_side
+        if side and sidecar_class() is None:
+            print("codeagent: --side needs the sidecar package (pip install sidecar)")
+            side = False
+        panel.placement = Placement(panel, side=side)
         self.panels.append(panel)
-        display(panel.widget)
+        panel.placement.show()
+        if side:
+            panel.sessions.widget.selected_index = 0  # the side panel lists the sessions
         return panel
+
+    def open_side(self, session_id: str, resume: bool = False) -> None:
+        """A side panel on an existing session (the session list's Open / Resume)."""
+        existing = next((p for p in self.panels if p.session_id == session_id), None)
+        client = existing.client if existing is not None else AgentClient.discover()
+        if sidecar_class() is None:
+            print("codeagent: opening a session needs the sidecar package (pip install sidecar)")
+            return
+        panel = AgentPanel(client)
+        panel.label_of = self.cell_label
+        panel.open_of = self.open_side
+        panel.placement = Placement(panel, side=True)
+        panel.placement.show_side(f"codeagent {session_id[:6]}")
+        self.panels.append(panel)
+        panel.attach(session_id)
+        if resume:
+            panel.say("Closed session: send a message to resume it from its last step.")
 
     def fix_request(self, brought: list[str]) -> str:
         """The request of ``%agent fix``: the last failed cell, source and traceback."""
@@ -182,8 +237,9 @@ class AgentMagics(Magics):
         if not cells:
             raise UsageError("%agent accept: no cell to accept")
         source = "\n\n".join(
-            (edit_note(c, "no JupyterLab extension to edit it in place") if c.edit else "")
-            + c.notebook_source
+            (edit_note(c, "no JupyterLab extension to edit it in place") + c.notebook_source)
+            if c.edit
+            else panel.handoff(c)
             for c in cells
         )
         self.shell.set_next_input(source, replace=False)

@@ -4,7 +4,12 @@ The panel holds no agent logic. It folds the session's events into a ``SessionSt
 (``fold.reduce``, the same fold the server answers from), renders that state, and turns
 clicks into API calls (accept, cancel, approve, follow-up) whose effects come back as events.
 Accepted cells go into the live notebook through the labextension (``bridge``) or, without
-it, via ``%agent accept N``.
+it, via ``%agent accept N``; they get the imports of the sandbox's preloaded names they use
+(``handoff``), so they run in the user's kernel as they ran in the sandbox.
+
+Layout: a header that stays in view (``header``: title, Stop, status, a pending approval,
+plan), the timeline in a scroller of bounded height, the prompt box, and the user's
+sessions (``sessions_view``).
 """
 
 from __future__ import annotations
@@ -19,12 +24,17 @@ import ipywidgets as w
 
 from ..events import Event
 from ..fold import SessionState, reduce
-from . import render
+from ..timeline import CellItem
+from . import layout, render, theme
 from .actions import Inserter
 from .client import AgentClient, CodeAgentError
+from .handoff import cell_source
+from .header import Header
+from .make import make_view
 from .picker import VariablePicker
+from .sessions_view import SessionList
 from .transfer import Payload, upload_all
-from .views import ItemView, make_view
+from .views import ItemView
 
 log = logging.getLogger(__name__)
 TICK_S = 1.0
@@ -54,6 +64,14 @@ class AgentPanel:
         """Variables (``--with``) to upload and load into the sandbox at start."""
         self.serialize_of: Callable[[str], list[Payload]] | None = None
         """Serializes the variables chosen in the picker (``AgentMagics.serialize``)."""
+        self.label_of: Callable[[str], str | None] | None = None
+        """Names a notebook cell id as the user sees it (``In [7]``), if this kernel knows."""
+        self.open_of: Callable[[str, bool], Any] | None = None
+        """Opens a session in a side panel (``AgentMagics.open_side``): (id, resume)."""
+        self.brought: list[str] = []
+        """The ``--with`` variables copied into the sandbox (named in accepted cells)."""
+        self.placement: Any = None
+        """Where the panel is shown (``display.Placement``); keeps the saved summary."""
         self.session_id: str | None = None
         self.state = SessionState()
         self._views: dict[str, ItemView] = {}
@@ -65,62 +83,58 @@ class AgentPanel:
         self._busy: set[str] = set()
         self._tasks: set[asyncio.Future[None]] = set()
         self._build()
+        if inserter is not None:
+            inserter.source_of = self.handoff
 
     # -- layout ---------------------------------------------------------------------------
 
     def _build(self) -> None:
-        self.banner = w.HTML("")  # red while the session's sandbox is unconfined
-        self.title = w.HTML(self._title_html())
-        self.status = w.HTML(render.status_html(self.state, time.time()))
-        self.plan = w.HTML("")
-        self.timeline = w.VBox([], layout=w.Layout(width="100%"))
-        self.prompt = w.Textarea(
-            placeholder="Ask the agent, e.g. load sales.csv and plot monthly revenue",
-            layout=w.Layout(width="100%", height="60px"),
-            continuous_update=True,
+        self.header = Header(self)
+        head = self.header
+        self.banner, self.title, self.status, self.plan = (
+            head.banner,
+            head.title,
+            head.status,
+            head.plan,
         )
-        self.prompt.add_class("codeagent-prompt")
-        self.prompt.observe(self._on_typing, "value")
-        self.send = self._button("Send", "codeagent-send", self._on_send, style="primary")
-        self.stop = self._button("Stop", "codeagent-stop", self._on_stop, style="danger")
-        self.accept_all = self._button("Accept all", "codeagent-accept-all", self._on_accept_all)
-        self.controls = w.HBox([self.accept_all, self.stop])
-        self.composer = w.HBox([self.prompt, self.send], layout=w.Layout(width="100%"))
+        self.stop, self.accept_all, self.controls = head.stop, head.accept_all, head.controls
+        self.timeline, self.scroller = layout.timeline()
+        self.prompt, self.send, self.composer = layout.composer(self._on_send, self._on_typing)
         self.notice = w.HTML("")
         self.picker = VariablePicker(lambda: self.namespace_of() if self.namespace_of else [])
-        head = [self.banner, self.title, self.status, self.plan]
+        self.sessions = SessionList(self)
         self.widget = w.VBox(
-            [*head, self.timeline, self.controls, self.notice, self.picker.widget, self.composer],
-            layout=w.Layout(border="1px solid #ccc", padding="6px", width="100%"),
+            [
+                self.header.widget,
+                self.scroller,
+                self.notice,
+                self.picker.widget,
+                self.composer,
+                self.sessions.widget,
+            ],
+            layout=w.Layout(border=f"1px solid {theme.BORDER}", padding="6px", width="100%"),
         )
         self.widget.add_class("codeagent-panel")
         self._sync_controls()
-
-    def _button(self, label: str, css: str, handler: Callable[[], Any], **kw: Any) -> w.Button:
-        button = w.Button(description=label, button_style=kw.get("style", ""))
-        button.add_class(css)
-        button.on_click(lambda _b: handler())
-        return button
 
     @property
     def anchor_cell_id(self) -> str | None:
         """The notebook cell that holds this panel (accepted cells go below it)."""
         return self.inserter.anchor_cell_id if self.inserter is not None else None
 
-    def _title_html(self) -> str:
-        if not self.session_id:
-            return "<b>codeagent</b>"
-        sid = render.esc(self.session_id)
-        hint = (
-            f'<span style="color:{render.MUTED};font-size:11px"> · after a kernel restart: '
-            f"%agent --attach {sid}</span>"
-        )
-        return f"<b>codeagent</b> <code>{sid}</code>{hint}"
-
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
         display(self.widget)
+
+    def cell_label(self, cell_id: str) -> str:
+        """The user's cell ``cell_id`` as they see it (``In [7]``), for an edit's header."""
+        label = self.label_of(cell_id) if self.label_of is not None else None
+        return label or ""
+
+    def handoff(self, cell: CellItem) -> str:
+        """The source an accepted cell gets in the notebook (``handoff.cell_source``)."""
+        return cell_source(cell, self.state.preloaded, self.brought)
 
     # -- events -> view -------------------------------------------------------------------
 
@@ -128,17 +142,25 @@ class AgentPanel:
         """Fold one event into the state and update only what changed on screen."""
         was_running = self.state.running
         self.state = reduce(self.state, event)
-        if was_running and not self.state.running and self._transient:
-            self.say("")  # "stopping…" is answered by the run's end
+        if was_running and not self.state.running:
+            if self._transient:
+                self.say("")  # "stopping…" is answered by the run's end
+            self._run_ended()
         self.refresh()
+
+    def _run_ended(self) -> None:
+        """Refresh what depends on a finished run: the saved summary, the session list."""
+        if self.placement is not None:
+            try:
+                self.placement.update()
+            except Exception:  # the summary is a copy: the panel goes on without it
+                log.exception("codeagent panel: could not update the saved summary")
+        if self.sessions.widget.selected_index is not None:
+            self.sessions.refresh()
 
     def refresh(self) -> None:
         state = self.state
-        banner = render.banner_html(state)
-        if banner != self.banner.value:
-            self.banner.value = banner
-        self.status.value = render.status_html(state, time.time())
-        self.plan.value = render.plan_html(state.plan)
+        self.header.refresh(state, render.status_html(state, time.time()))
         children = []
         for item in state.items:
             view = self._views.get(item.key)
@@ -171,6 +193,8 @@ class AgentPanel:
         self._transient = transient
         self.notice.value = (
             f'<div class="codeagent-notice" style="font-size:12px">{render.esc(text)}</div>'
+            if text
+            else ""
         )
 
     # -- session lifecycle ----------------------------------------------------------------
@@ -191,6 +215,7 @@ class AgentPanel:
                 namespace=self.namespace_of() if self.namespace_of else None,
                 uploads=uploads,
             )
+            self.brought = [p.name for p in self.payloads]
             self.payloads = []
         except BaseException:
             if not self.prompt.value:
@@ -198,14 +223,14 @@ class AgentPanel:
                 self.prompt.value = prompt  # nothing started: give the request back
             raise
         self.session_id = summary["id"]
-        self.title.value = self._title_html()
+        self.header.set_session(self.session_id)
         self.say("")
         self.follow()
 
     def attach(self, session_id: str) -> None:
         """Show an existing session: its events are replayed from 0, then followed live."""
         self.session_id = session_id
-        self.title.value = self._title_html()
+        self.header.set_session(session_id)
         self.follow()
 
     def follow(self) -> None:
@@ -279,37 +304,59 @@ class AgentPanel:
             self.picker.hide()
             self.run("send", self.start(text))
         else:
-            self.run("send", self.client.follow_up(self.session_id, text))
+            self.say("")  # what the last Accept did is old news now
+            self.run("send", self._follow_up(text))
+
+    async def _follow_up(self, text: str) -> None:
+        """A follow-up (or, to a closed session, a resume); the stream is followed again
+        if it had ended with the session."""
+        assert self.client is not None and self.session_id is not None
+        await self.client.follow_up(self.session_id, text)
+        self.follow()
 
     def _on_stop(self) -> None:
         if self.client is not None and self.session_id is not None:
             self.say("stopping…", transient=True)
             self.run("stop", self.client.cancel(self.session_id))
 
-    def decide(self, tool_call_id: str, accept: bool) -> None:
-        """Accept (record + insert) or reject (record) one cell."""
+    def decide(self, tool_call_id: str, accept: bool, *, run: bool = False) -> None:
+        """Accept (record + insert; with ``run``, run it in the user's kernel too) or reject
+        (record) one cell."""
         if f"decide-{tool_call_id}" in self._busy:
             return  # a double click
-        self.run(f"decide-{tool_call_id}", self._decide([tool_call_id], accept))
+        self.run(f"decide-{tool_call_id}", self._decide([tool_call_id], accept, run=run))
 
     def _on_accept_all(self) -> None:
         ids = [c.tool_call_id for c in self.state.cells if c.ran_cleanly and c.decision is None]
         if ids:
             self.run("accept-all", self._decide(ids, True))
 
-    async def _decide(self, tool_call_ids: list[str], accept: bool) -> None:
+    async def _decide(self, tool_call_ids: list[str], accept: bool, *, run: bool = False) -> None:
         assert self.client is not None and self.session_id is not None
         for tcid in tool_call_ids:
             await self.client.decide(self.session_id, tcid, accept)
         if accept and self.inserter is not None:
             cells = [c for c in (self.state.cell(t) for t in tool_call_ids) if c is not None]
-            self.say(await self.inserter.insert(self.session_id, cells))
+            self.say(await self.inserter.insert(self.session_id, cells, run=run))
 
-    def approve(self, tool_call_id: str, approved: bool) -> None:
+    def approve(self, tool_call_id: str, approved: bool, remember: str = "") -> None:
+        """Approve or deny a waiting call; ``remember="session"`` allows the tool for the
+        rest of the session (the server remembers it)."""
         assert self.client is not None and self.session_id is not None
-        self.run(
-            f"approve-{tool_call_id}", self.client.approve(self.session_id, tool_call_id, approved)
-        )
+        key = f"approve-{tool_call_id}"
+        if key in self._busy:
+            return  # a double click, or the header's button and the timeline's
+        self.run(key, self.client.approve(self.session_id, tool_call_id, approved, remember))
+
+    def open_session(self, session_id: str) -> None:
+        """Open (the session list's button): the session in a side panel."""
+        if self.open_of is not None:
+            self.open_of(session_id, False)
+
+    def resume_session(self, session_id: str) -> None:
+        """Resume: a side panel on the closed session; its next message resumes it."""
+        if self.open_of is not None:
+            self.open_of(session_id, True)
 
     def close(self) -> None:
         for task in (self._follow_task, self._tick_task):
@@ -317,4 +364,6 @@ class AgentPanel:
                 task.cancel()
         if self.inserter is not None:
             self.inserter.close()
+        if self.placement is not None:
+            self.placement.close()
         self.widget.close()

@@ -1,7 +1,10 @@
 """Small, pure HTML renderers for the panel: code, outputs, plan, status line.
 
-They return strings (inline styles only, so they look the same in JupyterLab, Notebook 7 and
-VS Code without a stylesheet) and are tested as strings.
+They return strings with inline styles whose every colour is a JupyterLab CSS variable
+(``theme``), so they follow the light, dark and high-contrast themes in JupyterLab and
+Notebook 7 without a stylesheet of ours, and are tested as strings. Long text outputs and
+tracebacks fold into ``<details>`` (their last lines stay visible), so a 5,000-line print
+does not make the panel thousands of pixels tall.
 """
 
 from __future__ import annotations
@@ -10,32 +13,31 @@ import html
 import json
 from typing import Any
 
-from pygments import highlight
-from pygments.formatters import HtmlFormatter
-from pygments.lexers import BashLexer, PythonLexer
-
 from ..sandbox.report import warning
 from ..textbounds import head_tail, strip_ansi
 from ..timeline import CellItem, SessionState
+from . import theme
 from .sanitize import clean_html, data_img, svg_img
 
 MAX_TEXT = 6_000  # characters of one text output shown in the panel (head + tail)
-RED = "#b3261e"
-MUTED = "#666"
+FOLD_LINES = 24  # a text output longer than this is folded, its last TAIL_LINES shown
+TAIL_LINES = 8
+RED = theme.ERROR
+MUTED = theme.MUTED
 HTML_CLASS = "codeagent-html jp-RenderedHTMLCommon"  # our wrapper: JupyterLab's table style
 PRE = (
     "margin:0;padding:4px 6px;white-space:pre-wrap;word-break:break-word;"
-    "font-family:var(--jp-code-font-family,monospace);font-size:12px;"
+    "overflow-wrap:anywhere;font-family:var(--jp-code-font-family,monospace);font-size:12px;"
+    f"color:{theme.TEXT};"
 )
-_FORMATTER = HtmlFormatter(noclasses=True, nowrap=True, style="default")
 _STATUS_ICON = {"pending": "○", "in_progress": "◐", "done": "●"}
 _RUN_STATUS = {
-    "running": ("running", "#1a73e8"),
-    "answered": ("done", "#188038"),
-    "cancelled": ("cancelled", "#b06000"),
-    "max_steps": ("stopped: step budget", "#b06000"),
-    "max_wall_time": ("stopped: time budget", "#b06000"),
-    "max_tokens": ("stopped: token budget", "#b06000"),
+    "running": ("running", theme.RUNNING),
+    "answered": ("done", theme.OK),
+    "cancelled": ("cancelled", theme.WARN),
+    "max_steps": ("stopped: step budget", theme.WARN),
+    "max_wall_time": ("stopped: time budget", theme.WARN),
+    "max_tokens": ("stopped: token budget", theme.WARN),
     "malformed": ("stopped: malformed tool calls", RED),
     "model_error": ("model error", RED),
     "error": ("error", RED),
@@ -48,31 +50,83 @@ def esc(text: str) -> str:
 
 
 def code_html(code: str, tool: str = "run_cell") -> str:
-    """Syntax-highlighted source (Python, or shell for ``run_command``)."""
-    lexer = BashLexer() if tool == "run_command" else PythonLexer()
-    body = highlight(code, lexer, _FORMATTER).rstrip("\n")
-    return f'<pre style="{PRE}background:#f6f8fa;border-radius:3px">{body}</pre>'
+    """Syntax-highlighted source (Python, or shell for ``run_command``) on the editor's
+    background, in the editor's colours."""
+    style = (
+        f"{PRE}background:{theme.CODE_BG};border:1px solid {theme.CODE_BORDER};border-radius:2px"
+    )
+    return f'<pre class="codeagent-code" style="{style}">{theme.highlight(code, tool)}</pre>'
+
+
+def folded(text: str, style: str = "", css: str = "") -> str:
+    """``text`` in a ``<pre>``; past ``FOLD_LINES`` lines, all but the last ``TAIL_LINES``
+    go into a closed ``<details>`` above them (click to see the earlier lines)."""
+    cls = f' class="{css}"' if css else ""
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    if len(lines) <= FOLD_LINES:
+        return f'<pre{cls} style="{PRE}{style}">{esc(text)}</pre>'
+    head, tail = lines[:-TAIL_LINES], lines[-TAIL_LINES:]
+    return (
+        f"<div{cls}>"
+        f'<details class="codeagent-fold"><summary style="font-size:11px;padding:2px 6px">'
+        f"{len(head):,} earlier lines</summary>"
+        f'<pre style="{PRE}{style}">{esc(chr(10).join(head))}</pre></details>'
+        f'<pre style="{PRE}{style}">{esc(chr(10).join(tail))}</pre></div>'
+    )
+
+
+def merge_streams(outputs: tuple[dict[str, Any], ...] | list[dict[str, Any]]) -> list[Any]:
+    """Consecutive stream outputs of the same name joined into one, as JupyterLab shows
+    them: a cell that prints line by line while it runs reads as one block, not as a
+    stack of one-line blocks."""
+    merged: list[dict[str, Any]] = []
+    for output in outputs:
+        last = merged[-1] if merged else None
+        if (
+            output.get("output_type") == "stream"
+            and last is not None
+            and last.get("output_type") == "stream"
+            and last.get("name") == output.get("name")
+        ):
+            merged[-1] = {**last, "text": _text(last.get("text", "")) + _text(output["text"])}
+        else:
+            merged.append(output)
+    return merged
 
 
 def output_html(output: dict[str, Any]) -> str:
     """One nbformat output: streams, rich data (PNG/JPEG, SVG, HTML tables), tracebacks."""
     kind = output.get("output_type")
     if kind == "stream":
-        color = f"color:{RED};" if output.get("name") == "stderr" else ""
+        background = f"background:{theme.ERROR_BG};" if output.get("name") == "stderr" else ""
         text = head_tail(strip_ansi(_text(output.get("text", ""))), MAX_TEXT)
-        return f'<pre style="{PRE}{color}">{esc(text)}</pre>'
+        return folded(text, background)
     if kind == "error":
-        tb = "\n".join(output.get("traceback") or []) or (
-            f"{output.get('ename', '')}: {output.get('evalue', '')}"
-        )
-        text = head_tail(strip_ansi(tb), MAX_TEXT)
-        return (
-            f'<pre class="codeagent-traceback" style="{PRE}color:{RED};background:#fdecea">'
-            f"{esc(text)}</pre>"
-        )
+        return traceback_html(output)
     if kind in ("display_data", "execute_result"):
         return _rich_html(output.get("data") or {})
     return ""
+
+
+def traceback_html(output: dict[str, Any]) -> str:
+    """The error's last line always in view; the whole traceback folded above it when it
+    is long (the frames matter less than what went wrong)."""
+    tb = strip_ansi("\n".join(output.get("traceback") or [])).rstrip("\n")
+    last = f"{output.get('ename', '')}: {output.get('evalue', '')}".strip(": ")
+    tb = head_tail(tb or last, MAX_TEXT)
+    style = f"{PRE}background:{theme.ERROR_BG}"
+    if len(tb.split("\n")) <= FOLD_LINES:
+        return f'<pre class="codeagent-traceback" style="{style}">{esc(tb)}</pre>'
+    lines = tb.split("\n")
+    return (
+        f'<div class="codeagent-traceback" style="background:{theme.ERROR_BG}">'
+        f'<details class="codeagent-fold"><summary style="font-size:11px;padding:2px 6px;'
+        f'color:{theme.TEXT}">traceback ({len(lines):,} lines)</summary>'
+        f'<pre style="{style}">{esc(tb)}</pre></details>'
+        f'<pre style="{style}">{esc(last or lines[-1])}</pre></div>'
+    )
 
 
 def _rich_html(data: dict[str, Any]) -> str:
@@ -91,12 +145,14 @@ def _rich_html(data: dict[str, Any]) -> str:
         return svg_img(_text(data["image/svg+xml"]), "max-width:100%")
     if "text/html" in data:
         body = clean_html(_text(data["text/html"]))
-        return f'<div class="{HTML_CLASS}" style="overflow:auto;max-height:360px">{body}</div>'
+        return (
+            f'<div class="{HTML_CLASS}" style="overflow:auto;max-height:360px;'
+            f'padding:0 0 4px 0;margin:0">{body}</div>'
+        )
     if "text/markdown" in data:
         return f'<pre style="{PRE}">{esc(_text(data["text/markdown"]))}</pre>'
     if "text/plain" in data:
-        text = head_tail(strip_ansi(_text(data["text/plain"])), MAX_TEXT)
-        return f'<pre style="{PRE}">{esc(text)}</pre>'
+        return folded(head_tail(strip_ansi(_text(data["text/plain"])), MAX_TEXT))
     return ""
 
 
@@ -110,14 +166,15 @@ def _text(value: Any) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
-def cell_header(cell: CellItem) -> str:
-    """ "Cell 3 · step 2 · error · 0.4 s · fix for cell 2"."""
+def cell_header(cell: CellItem, target: str = "") -> str:
+    """ "Cell 3 · step 2 · error · 0.4 s · fix for cell 2"; ``target`` names the user's
+    cell an edit replaces (``In [7]``)."""
     parts = [f"<b>Cell {cell.number}</b>", f"step {cell.step}"]
     if cell.tool == "run_command":
         parts.append("shell")
     if cell.edit:
-        parts.append("edit of your cell")
-    color = {"ok": "#188038", "running": "#1a73e8"}.get(cell.status, RED)
+        parts.append(f"edit of {esc(target)}" if target else "edit of your cell")
+    color = {"ok": theme.OK, "running": theme.RUNNING}.get(cell.status, RED)
     parts.append(f'<span style="color:{color}">{esc(cell.status)}</span>')
     if cell.finished and cell.duration_s:
         parts.append(f"{cell.duration_s:.1f} s")
@@ -129,36 +186,37 @@ def cell_header(cell: CellItem) -> str:
     return " · ".join(parts) + note
 
 
-def edit_html(edit: dict[str, Any]) -> str:
+def edit_html(edit: dict[str, Any], target: str = "") -> str:
     """An ``edit_cell`` proposal: the reason (Markdown, sanitized) over a unified diff whose
-    lines are escaped text, coloured by their first character."""
-    colors = {"+": "#e6ffec", "-": "#ffebe9", "@": "#ddf4ff"}
+    lines are escaped text, coloured by their first character. ``target`` is the cell as
+    the user sees it (``In [7]``); without it, the cell's id."""
+    colors = {"+": theme.ADDED, "-": theme.REMOVED, "@": theme.HUNK}
     rows = []
     for row in str(edit.get("diff", "")).splitlines()[:400]:
-        bg = colors.get(row[:1], "") if not row.startswith(("+++", "---")) else ""
-        style = f' style="background:{bg}"' if bg else ""
+        header = row.startswith(("+++", "---"))
+        color = "" if header else colors.get(row[:1], "")
+        style = f' style="color:{color}"' if color else (' style="font-weight:bold"' * header)
         rows.append(f"<span{style}>{esc(row)}</span>")
     cell_id = esc(str(edit.get("cell_id", "")))
+    name = f"<b>{esc(target)}</b>" if target else f"<code>{cell_id}</code>"
+    diff_style = f"{PRE}background:{theme.CODE_BG};border:1px solid {theme.CODE_BORDER}"
     return (
         f'<div class="codeagent-edit" data-cell-id="{cell_id}">'
-        f'<div style="font-size:12px">Edit of your cell <code>{cell_id}</code>:</div>'
+        f'<div style="font-size:12px">Edit of your cell {name}:</div>'
         f"{markdown_html(str(edit.get('reason', '')))}"
-        f'<pre class="codeagent-diff" style="{PRE}">' + "\n".join(rows) + "</pre></div>"
+        f'<pre class="codeagent-diff" style="{diff_style}">' + "\n".join(rows) + "</pre></div>"
     )
 
 
-def cell_html(cell: CellItem) -> str:
+def cell_html(cell: CellItem, target: str = "") -> str:
+    head = f'<div style="font-size:12px;margin:2px 0">{cell_header(cell, target)}</div>'
+    opening = f'<div class="codeagent-cell" data-cell="{cell.number}" data-status="'
+    opening += f'{esc(cell.status)}">'
     if cell.edit:
-        return (
-            f'<div class="codeagent-cell" data-cell="{cell.number}" data-status="'
-            f'{esc(cell.status)}"><div style="font-size:12px;margin:2px 0">'
-            f"{cell_header(cell)}</div>{edit_html(cell.edit)}</div>"
-        )
-    outputs = "".join(output_html(o) for o in cell.outputs)
+        return f"{opening}{head}{edit_html(cell.edit, target)}</div>"
+    outputs = "".join(output_html(o) for o in merge_streams(cell.outputs))
     return (
-        f'<div class="codeagent-cell" data-cell="{cell.number}" data-status="{esc(cell.status)}">'
-        f'<div style="font-size:12px;margin:2px 0">{cell_header(cell)}</div>'
-        f"{code_html(cell.code, cell.tool)}"
+        f"{opening}{head}{code_html(cell.code, cell.tool)}"
         f'<div class="codeagent-outputs">{outputs}</div></div>'
     )
 
@@ -174,7 +232,7 @@ def plan_html(plan: tuple[dict[str, str], ...]) -> str:
         for p in plan
     )
     ul = f'<ul style="margin:2px 0;padding-left:4px">{rows}</ul>'
-    return f'<div class="codeagent-plan"><b>Plan</b>{ul}</div>'
+    return f'<div class="codeagent-plan" style="font-size:12px"><b>Plan</b>{ul}</div>'
 
 
 def status_html(state: SessionState, now: float, note: str = "") -> str:
@@ -227,15 +285,19 @@ def arguments_html(arguments: Any) -> str:
 
 
 def markdown_html(text: str) -> str:
-    """Model text as HTML: Markdown through mistune (a jupyter_server dependency via
-    nbconvert) with raw HTML escaped, then the same allow-list as sandbox HTML (links and
-    image URLs are the model's too); plain preformatted text if mistune is missing."""
+    """Model text as HTML: Markdown through mistune (tables and strikethrough included)
+    with raw HTML escaped, then the same allow-list as sandbox HTML (links and image URLs
+    are the model's too); plain preformatted text if mistune is missing."""
     try:
         import mistune
     except ImportError:  # pragma: no cover - mistune ships with every jupyter_server
         return f'<div style="white-space:pre-wrap;font-size:13px">{esc(text)}</div>'
-    body = clean_html(str(mistune.create_markdown(escape=True)(text)))
-    return f'<div class="codeagent-text" style="font-size:13px">{body}</div>'
+    to_html = mistune.create_markdown(escape=True, plugins=["table", "strikethrough"])
+    body = clean_html(str(to_html(text)))
+    return f'<div class="codeagent-text jp-RenderedHTMLCommon" style="{_TEXT_STYLE}">{body}</div>'
+
+
+_TEXT_STYLE = "font-size:13px;padding:0;overflow-x:auto"
 
 
 def banner_html(state: SessionState) -> str:
@@ -250,6 +312,7 @@ def banner_html(state: SessionState) -> str:
     if text is None:
         return ""
     return (
-        f'<div class="codeagent-unconfined" role="alert" style="background:{RED};color:#fff;'
-        f'font-weight:bold;font-size:12px;padding:4px 8px;border-radius:3px">{esc(text)}</div>'
+        f'<div class="codeagent-unconfined" role="alert" style="background:{theme.BANNER_BG};'
+        f"color:{theme.BANNER_TEXT};font-weight:bold;font-size:12px;padding:4px 8px;"
+        f'border-radius:3px">{esc(text)}</div>'
     )

@@ -20,7 +20,8 @@ from ..timeline import (
     TextItem,
     ToolItem,
 )
-from . import render
+from . import render, theme
+from .header import button as _button
 
 
 class ItemView:
@@ -50,20 +51,23 @@ class ItemView:
 
 class PromptView(ItemView):
     def render(self, item: PromptItem) -> str:
+        """The request as the user wrote it: Markdown (a ``%agent fix`` request carries the
+        cell and its traceback in code blocks), escaped and sanitized like the model's."""
         label = "Request" if item.run_index == 0 else "Follow-up"
         return (
-            f'<div class="codeagent-request" style="margin-top:6px"><b>{label}:</b> '
-            f"{render.esc(item.text)}</div>"
+            f'<div class="codeagent-request" style="margin-top:6px"><b>{label}:</b>'
+            f"{render.markdown_html(item.text)}</div>"
         )
 
 
 class NoteView(ItemView):
     def render(self, item: NoteItem) -> str:
         problems = "".join(
-            f'<div style="color:#b35900">not rebuilt: {render.esc(p)}</div>' for p in item.problems
+            f'<div style="color:{theme.WARN}">not rebuilt: {render.esc(p)}</div>'
+            for p in item.problems
         )
         return (
-            f'<div class="codeagent-note" style="margin-top:6px;color:#555">'
+            f'<div class="codeagent-note" style="margin-top:6px;color:{theme.MUTED}">'
             f"{render.esc(item.text)}{problems}</div>"
         )
 
@@ -85,8 +89,8 @@ class ToolView(ItemView):
         color = render.MUTED if item.status in ("ok", "running") else render.RED
         return (
             f'<div class="codeagent-tool" style="font-size:12px;color:{color}">'
-            f"🔧 {render.esc(item.name)}({render.esc(shown)}) · {render.esc(item.status)}"
-            f"{' — ' + render.esc(first) if first else ''}</div>"
+            f"<code>{render.esc(item.name)}({render.esc(shown)})</code> · "
+            f"{render.esc(item.status)}{' — ' + render.esc(first) if first else ''}</div>"
         )
 
 
@@ -103,24 +107,42 @@ class FinishedView(ItemView):
         )
 
 
+def _buttons(*buttons: w.Button) -> w.HBox:
+    """A row of buttons that wraps in a narrow panel."""
+    return w.HBox(list(buttons), layout=w.Layout(flex_flow="row wrap"))
+
+
 class CellView(ItemView):
-    """A cell with its outputs and Accept / Reject."""
+    """A cell with its outputs and Accept / Accept and run / Reject."""
 
     def __init__(self, item: CellItem, panel: Any) -> None:
         super().__init__(item, panel)
-        self.accept = w.Button(description="Accept", button_style="success", icon="check")
-        self.reject = w.Button(description="Reject", icon="times")
-        self.accept.add_class("codeagent-accept")
-        self.reject.add_class("codeagent-reject")
-        self.accept.on_click(lambda _b: panel.decide(self.item.tool_call_id, True))
-        self.reject.on_click(lambda _b: panel.decide(self.item.tool_call_id, False))
-        self.buttons = w.HBox([self.accept, self.reject])
+        tcid = lambda: self.item.tool_call_id  # noqa: E731  (the item is replaced on update)
+        self.accept = _button(
+            "Accept",
+            "codeagent-accept",
+            lambda: panel.decide(tcid(), True),
+            button_style="success",
+            icon="check",
+        )
+        self.accept_run = _button(
+            "Accept and run",
+            "codeagent-accept-run",
+            lambda: panel.decide(tcid(), True, run=True),
+            icon="play",
+            tooltip="Insert the cell into the notebook and run it in your kernel",
+        )
+        self.reject = _button(
+            "Reject", "codeagent-reject", lambda: panel.decide(tcid(), False), icon="times"
+        )
+        self.buttons = _buttons(self.accept, self.accept_run, self.reject)
         self.widget = w.VBox([self.html, self.buttons], layout=w.Layout(width="100%"))
         self.widget.add_class("codeagent-cell-view")
         self.sync()
 
     def render(self, item: CellItem) -> str:
-        return render.cell_html(item)
+        target = self.panel.cell_label(item.edit.get("cell_id", "")) if item.edit else ""
+        return render.cell_html(item, target)
 
     def sync(self) -> None:
         item = self.item
@@ -128,35 +150,46 @@ class CellView(ItemView):
         decidable = item.finished and bool(item.code.strip()) and item.status != "cancelled"
         self.buttons.layout.display = "" if decidable else "none"
         self.accept.button_style = "success" if item.ran_cleanly else ""  # failed: not advised
-        self.accept.disabled = item.decision is not None
-        self.reject.disabled = item.decision is not None
+        for button in (self.accept, self.accept_run, self.reject):
+            button.disabled = item.decision is not None
         self.accept.description = "Accepted" if item.decision is True else "Accept"
         self.reject.description = "Rejected" if item.decision is False else "Reject"
 
 
 class ApprovalView(ItemView):
-    """A tool call waiting for Approve / Deny, with its input shown first."""
+    """A tool call waiting for Approve / Allow for this session / Deny, its input shown."""
 
     def __init__(self, item: ApprovalItem, panel: Any) -> None:
         super().__init__(item, panel)
-        self.approve = w.Button(description="Approve", button_style="warning")
-        self.deny = w.Button(description="Deny")
-        self.approve.add_class("codeagent-approve")
-        self.deny.add_class("codeagent-deny")
-        self.approve.on_click(lambda _b: panel.approve(self.item.tool_call_id, True))
-        self.deny.on_click(lambda _b: panel.approve(self.item.tool_call_id, False))
-        self.buttons = w.HBox([self.approve, self.deny])
+        tcid = lambda: self.item.tool_call_id  # noqa: E731
+        self.approve = _button(
+            "Approve",
+            "codeagent-approve",
+            lambda: panel.approve(tcid(), True),
+            button_style="warning",
+        )
+        self.approve_session = _button(
+            "Allow for this session",
+            "codeagent-approve-session",
+            lambda: panel.approve(tcid(), True, remember="session"),
+            tooltip="Approve this call and every later call of this tool in this session",
+        )
+        self.deny = _button("Deny", "codeagent-deny", lambda: panel.approve(tcid(), False))
+        self.buttons = _buttons(self.approve, self.approve_session, self.deny)
         self.widget = w.VBox([self.html, self.buttons], layout=w.Layout(width="100%"))
         self.sync()
 
     def render(self, item: ApprovalItem) -> str:
         if item.approved is None:
             head = f"<b>Approve {render.esc(item.name)}?</b> It will run:"
+        elif item.approved and item.remember == "session":
+            head = f"{render.esc(item.name)}: approved (allowed for this session)"
         else:
-            verdict = "approved" if item.approved else "denied"
-            head = f"{render.esc(item.name)}: {verdict}"
+            head = f"{render.esc(item.name)}: {'approved' if item.approved else 'denied'}"
+        style = f"font-size:12px;color:{theme.MUTED}" if item.approved is not None else ""
         return (
-            f'<div class="codeagent-approval" data-decided="{item.approved is not None}">'
+            f'<div class="codeagent-approval" data-decided="{item.approved is not None}" '
+            f'style="{style}">'
             f"{head}{render.arguments_html(item.arguments) if item.approved is None else ''}</div>"
         )
 
@@ -175,11 +208,3 @@ _VIEWS: dict[type, type[ItemView]] = {
     ApprovalItem: ApprovalView,
     FinishedItem: FinishedView,
 }
-
-
-def make_view(item: Item, panel: Any) -> ItemView:
-    if isinstance(item, ToolItem) and item.name == "delegate":
-        from .helpers_view import DelegateView  # its helpers, as collapsible groups
-
-        return DelegateView(item, panel)
-    return _VIEWS[type(item)](item, panel)

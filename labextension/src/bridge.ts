@@ -21,6 +21,7 @@ import {
   VERSION,
   parseRequest
 } from './protocol';
+import { isRunCells, runCells } from './run';
 
 const connected = new WeakSet<NotebookPanel>();
 
@@ -88,6 +89,9 @@ function respond(panel: NotebookPanel, data: unknown, originCellId: string | nul
   const rawId = (data as { request_id?: unknown } | null)?.request_id;
   const echo: JSONObject = typeof rawId === 'string' ? { request_id: rawId } : {};
   try {
+    if (isRunCells(data)) {
+      return { ...runCells(panel, data), ...echo };
+    }
     const request = parseRequest(data);
     if (request.action === 'ping') {
       return { action: 'pong', version: VERSION, ...echo };

@@ -15,7 +15,7 @@ from codeagent_jupyter.eventlog import NOT_LOGGED, decode_notebook
 from codeagent_jupyter.fold import fold
 from codeagent_jupyter.recorder import NotebookRecorder, load_session
 from codeagent_jupyter.timeline import CellItem, FinishedItem, NoteItem, ToolItem
-from codeagent_jupyter.widget.views import make_view
+from codeagent_jupyter.widget.make import make_view
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

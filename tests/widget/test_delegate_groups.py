@@ -17,8 +17,8 @@ from codeagent_jupyter.timeline import ToolItem
 from codeagent_jupyter.widget.actions import Inserter
 from codeagent_jupyter.widget.client import AgentClient
 from codeagent_jupyter.widget.helpers_view import DelegateView
+from codeagent_jupyter.widget.make import make_view
 from codeagent_jupyter.widget.panel import AgentPanel
-from codeagent_jupyter.widget.views import make_view
 from tests.resume.test_delegate_events import TASKS, responder
 from tests.widget.test_panel import until
 

@@ -76,8 +76,10 @@ async def _panel_start_accept_follow_up(client: AgentClient, scripted_model: Any
     scripted_model.set_script([tool_calls(("run_cell", {"code": "print(x * 2)"})), text("84")])
     panel.prompt.value = "double it"
     panel.send.click()
+    assert panel.notice.value == ""  # what the last Accept did is not news any more
     await until(lambda: len(panel.state.cells) == 3 and panel.state.status == "answered")
     assert "84" in panel._views[panel.state.cells[2].key].html.value
+    assert "%agent accept" not in panel.notice.value
 
     # A second panel attached to the same session shows the same thing.
     again = AgentPanel(client)
@@ -133,3 +135,89 @@ async def _panel_deny_approve_and_stop(client: AgentClient, scripted_model: Any)
 
 def approvals(panel: AgentPanel) -> list[ApprovalItem]:
     return [i for i in panel.state.items if isinstance(i, ApprovalItem)]
+
+
+@pytest.mark.agent_settings(approval={"run_cell": "ask"})
+def test_allow_for_this_session(run: Any, client: AgentClient, scripted_model: Any) -> None:
+    run(_allow_for_this_session(client, scripted_model))
+
+
+async def _allow_for_this_session(client: AgentClient, scripted_model: Any):
+    scripted_model.set_script(
+        [
+            tool_calls(("run_cell", {"code": "x = pd.Series([1, 2]).sum()"})),
+            tool_calls(("run_cell", {"code": "print(x)"})),
+            tool_calls(("run_cell", {"code": "print(x + 1)"})),
+            text("done"),
+        ]
+    )
+    panel = AgentPanel(client, inserter=Inserter(None, None))
+    panel.prompt.value = "sum it"
+    panel.send.click()
+    await until(lambda: panel.state.pending_approvals)
+    asked = panel.state.pending_approvals[0]
+    # Announced at the top of the panel, with its buttons, wherever its entry is.
+    assert panel.header.approval.layout.display == ""
+    assert "Waiting for your approval" in panel.header.attention.value
+    assert "run_cell" in panel.header.attention.value
+    code, message = await _post(
+        client, panel, asked.tool_call_id, {"approve": True, "remember": "forever"}
+    )
+    assert (code, message) == (400, "codeagent: field remember must be 'session' (400)")
+    view = panel._views[asked.key]
+    assert isinstance(view, ApprovalView)
+    view.approve_session.click()
+
+    await until(lambda: panel.state.status == "answered")
+    assert [c.status for c in panel.state.cells] == ["ok", "ok", "ok"]  # asked once only
+    assert panel.header.approval.layout.display == "none"
+    decided = [i for i in panel.state.items if isinstance(i, ApprovalItem)]
+    assert [(a.approved, a.remember) for a in decided] == [(True, "session")] * 3
+    assert "allowed for this session" in panel._views[decided[1].key].html.value
+    summary = await client.session(panel.session_id)
+    assert summary["allowed_tools"] == ["run_cell"]
+    events = [e for e in summary["events"] if e["type"] == "approval_decided"]
+    assert [e["remember"] for e in events] == ["session"] * 3
+
+    # What the sandbox preloaded reaches the panel, and accepted cells get its imports.
+    assert "pandas as pd" in (panel.state.preloaded or ())
+    assert panel.handoff(panel.state.cells[0]).startswith("import pandas as pd\n")
+    panel.close()
+
+
+async def _post(client: AgentClient, panel: AgentPanel, tcid: str, body: Any) -> tuple[int, str]:
+    from codeagent_jupyter.widget.client import ClientError
+
+    path = f"/sessions/{panel.session_id}/approvals/{tcid}"
+    try:
+        await client.request("POST", path, body)
+    except ClientError as e:
+        return e.status, str(e)
+    return 200, ""
+
+
+def test_a_follow_up_resumes_a_closed_session(
+    run: Any, client: AgentClient, scripted_model: Any
+) -> None:
+    run(_follow_up_resumes(client, scripted_model))
+
+
+async def _follow_up_resumes(client: AgentClient, scripted_model: Any):
+    """What the session list's Resume leads to: a panel on a closed session, whose next
+    message resumes it and whose events are followed again."""
+    scripted_model.set_script([tool_calls(("run_cell", {"code": "y = 5"})), text("set")])
+    started = await client.start("set y")
+    sid = started["id"]
+    panel = AgentPanel(client, inserter=Inserter(None, None))
+    panel.attach(sid)
+    await until(lambda: panel.state.status == "answered")
+    await client.request("POST", f"/sessions/{sid}/pause")
+    await until(lambda: panel._follow_task is not None and panel._follow_task.done())
+    assert (await client.session(sid))["state"] == "closed"
+
+    scripted_model.set_script([tool_calls(("run_cell", {"code": "print(y * 2)"})), text("10")])
+    panel.prompt.value = "double y"
+    panel.send.click()
+    await until(lambda: len(panel.state.cells) == 2 and panel.state.status == "answered")
+    assert "10" in panel._views[panel.state.cells[1].key].html.value  # y came back
+    panel.close()

@@ -239,7 +239,9 @@ def test_unconfined_banner() -> None:
 def test_the_panel_shows_the_banner_first() -> None:
     """The real panel, fed the run's first event as the server sends it."""
     panel = AgentPanel(None)
-    assert panel.widget.children[0] is panel.banner and panel.banner.value == ""
+    header = panel.widget.children[0].children
+    assert header[0].layout.display == "none"  # the panel's stylesheet, never shown
+    assert header[1] is panel.banner and panel.banner.value == ""
     unconfined = {**CONFINED, "filesystem": "none", "pid": "none"}
     panel.apply(ev.RunStarted(seq=0, prompt="p", enforcement=unconfined))
     assert "UNCONFINED" in panel.banner.value

@@ -1,0 +1,139 @@
+"""The panel's header: what must stay in view while the timeline below it scrolls.
+
+Title and session id, Stop and Accept all, the status line, a pending approval (announced
+here, with its buttons, wherever its entry sits in the timeline), the plan, the red line of
+an unconfined sandbox, and the message a panel shows once its kernel is gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as w
+
+from ..timeline import ApprovalItem, SessionState
+from . import render, theme
+
+
+def button(label: str, css: str, on_click: Callable[[], Any], **kw: Any) -> w.Button:
+    """A button as wide as its label (the side panel is narrow: nothing is cut off)."""
+    kw.setdefault("layout", w.Layout(width="auto", min_width="5em"))
+    widget = w.Button(description=label, **kw)
+    widget.add_class(css)
+    widget.on_click(lambda _b: on_click())
+    return widget
+
+
+def title_html(session_id: str | None) -> str:
+    if not session_id:
+        return "<b>codeagent</b>"
+    sid = render.esc(session_id)
+    hint = (
+        f'<span style="color:{theme.MUTED};font-size:11px"> · after a kernel restart: '
+        f"%agent --attach {sid}</span>"
+    )
+    return f"<b>codeagent</b> <code>{sid}</code>{hint}"
+
+
+def dead_html(session_id: str | None) -> str:
+    """Shown (by the panel's stylesheet) only once ipywidgets marks the panel disconnected."""
+    again = (
+        f" Run <code>%agent --attach {render.esc(session_id)}</code> in a cell to open the "
+        "session again."
+        if session_id
+        else ""
+    )
+    return (
+        f'<div class="codeagent-dead" role="status" style="font-size:12px;padding:4px 8px;'
+        f'border:1px solid {theme.BORDER};background:{theme.ERROR_BG}">'
+        f"<b>Disconnected:</b> this panel's kernel was restarted or shut down, so its "
+        f"buttons no longer work.{again}</div>"
+    )
+
+
+def approval_html(item: ApprovalItem, more: int) -> str:
+    others = f" (and {more} more)" if more else ""
+    return (
+        f'<div class="codeagent-attention" role="alert" style="font-size:12px;'
+        f'padding:4px 8px;border-left:3px solid {theme.WARN};background:{theme.CODE_BG}">'
+        f"<b>Waiting for your approval:</b> <code>{render.esc(item.name)}</code>{others} — "
+        f"its input is shown in the timeline below.</div>"
+    )
+
+
+class Header:
+    """The header's widgets; ``panel`` supplies the handlers (stop, accept all, approve)."""
+
+    def __init__(self, panel: Any) -> None:
+        self.panel = panel
+        self.style = w.HTML(theme.STYLE, layout=w.Layout(display="none"))
+        self.banner = w.HTML("")  # red while the session's sandbox is unconfined
+        self.dead = w.HTML(dead_html(None), layout=w.Layout(width="100%"))
+        self.title = w.HTML(title_html(None), layout=w.Layout(flex="1 1 14em"))
+        self.stop = button("Stop", "codeagent-stop", panel._on_stop, button_style="danger")
+        self.accept_all = button("Accept all", "codeagent-accept-all", panel._on_accept_all)
+        self.controls = w.HBox([self.accept_all, self.stop])
+        self.top = w.HBox(
+            [self.title, self.controls], layout=w.Layout(width="100%", flex_flow="row wrap")
+        )
+        self.status = w.HTML("")
+        self.attention = w.HTML("")
+        self._asked: str | None = None
+        self.approve = button("Approve", "codeagent-approve-top", lambda: self._approve(True))
+        self.approve.button_style = "warning"
+        self.approve_session = button(
+            "Allow for this session", "codeagent-approve-session-top", self._allow
+        )
+        self.deny = button("Deny", "codeagent-deny-top", lambda: self._approve(False))
+        self.approval = w.VBox(
+            [
+                self.attention,
+                w.HBox(
+                    [self.approve, self.approve_session, self.deny],
+                    layout=w.Layout(flex_flow="row wrap"),
+                ),
+            ],
+            layout=w.Layout(display="none", width="100%"),
+        )
+        self.plan = w.HTML("")
+        self.widget = w.VBox(
+            [
+                self.style,
+                self.banner,
+                self.top,  # the title's session id is the first <code> of the panel
+                self.dead,
+                self.status,
+                self.approval,
+                self.plan,
+            ],
+            layout=w.Layout(width="100%"),
+        )
+        self.widget.add_class("codeagent-header")
+
+    def set_session(self, session_id: str | None) -> None:
+        self.title.value = title_html(session_id)
+        self.dead.value = dead_html(session_id)
+
+    def refresh(self, state: SessionState, status: str) -> None:
+        banner = render.banner_html(state)
+        if banner != self.banner.value:
+            self.banner.value = banner
+        self.status.value = status
+        self.plan.value = render.plan_html(state.plan)
+        pending = state.pending_approvals
+        if pending:
+            self._asked = pending[0].tool_call_id
+            self.attention.value = approval_html(pending[0], len(pending) - 1)
+            self.approval.layout.display = ""
+        else:
+            self._asked = None
+            self.approval.layout.display = "none"
+
+    def _approve(self, approved: bool) -> None:
+        if self._asked is not None:
+            self.panel.approve(self._asked, approved)
+
+    def _allow(self) -> None:
+        if self._asked is not None:
+            self.panel.approve(self._asked, True, remember="session")
