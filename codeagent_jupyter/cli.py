@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 from . import __version__
-from . import events as ev
 from .cli_args import (
     Parser,
     add_isolation,
@@ -29,12 +27,12 @@ from .cli_args import (
     read_notebook,
     writable_notebook,
 )
+from .cli_drive import drive, report
 from .cli_session import add_delegate, add_hooks, hook_chain, snapshot_sink, with_delegate
 from .config import AgentConfig
 from .context import build_context
 from .errors import CodeAgentError, ConfigError
 from .hardening import make_undumpable
-from .loop import AgentLoop
 from .printer import ProgressPrinter
 from .protocols import EventSink
 
@@ -87,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
         help="'recorded': re-drive the agent loop from the recorded model turns, offline",
     )
     replay.add_argument("--out", type=Path, help="where to write the replayed session")
+    add_limits(replay)
     add_isolation(replay)
 
     from . import resume_cli
@@ -123,37 +122,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-async def _drive(loop: AgentLoop, prompts: list[str]) -> ev.RunFinished:
-    """Run the prompts in order; Ctrl-C or SIGTERM stops the run cleanly (still recorded)."""
-    aio = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        aio.add_signal_handler(sig, loop.cancel, f"stopped by {sig.name}")
-    try:
-        finished = None
-        for prompt in prompts:
-            finished = await loop.run(prompt)
-            if finished.status != ev.ANSWERED:
-                break
-        assert finished is not None
-        return finished
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            aio.remove_signal_handler(sig)
-
-
-def _report(finished: ev.RunFinished, out: Path) -> int:
-    if finished.answer:
-        print(finished.answer)
-    print(f"Session: {out}")
-    if finished.status != ev.ANSWERED:
-        print(f"codeagent: stopped: {finished.reason}", file=sys.stderr)
-        return 1
-    return 0
-
-
 async def _run(args: argparse.Namespace) -> int:
     from .agent import build_agent
+    from .cli_trust import signing
     from .models.openai_chat import OpenAIChatModel, resolve_settings
+    from .notary import cli_notary
     from .recorder import NotebookRecorder
 
     model_name, base_url, api_key = resolve_settings(args.model, args.base_url)
@@ -168,9 +141,10 @@ async def _run(args: argparse.Namespace) -> int:
     )
     context = build_context(workdir, notebook)
     hooks = hook_chain(args.hook, session_id)
+    sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
     async with make_sandbox(args, workdir, limits) as sandbox:
         announce(sandbox)
-        recorder = NotebookRecorder(out, session_id=session_id)
+        recorder = NotebookRecorder(out, session_id=session_id, on_saved=sign)
         sinks: list[EventSink] = [recorder, ProgressPrinter()]
         if not args.no_snapshots:
             sinks.insert(0, snapshot_sink(workdir, recorder))
@@ -186,46 +160,59 @@ async def _run(args: argparse.Namespace) -> int:
         )
         loop.runner.hooks = hooks
         try:
-            finished = await _drive(loop, [args.prompt])
+            finished = await drive(loop, [args.prompt])
         finally:
             await model.aclose()
             if hooks is not None:
                 await hooks.end({})
-    return _report(finished, out)
+    return report(finished, out)
 
 
 async def _replay_recorded(args: argparse.Namespace) -> int:
     from .agent import build_agent
+    from .cli_trust import read_session_file, signing
     from .models.replay import ReplayModel
+    from .notary import cli_notary
     from .recorder import NotebookRecorder, load_session
+    from .session_reader import parse_session
 
-    session = _load_session(load_session, args.session)
+    notary = cli_notary()
+    read = read_session_file(args.session, notary)
+    session = _load_session(load_session, read.path, parse_session(read.text, read.path))
     if not any(session.turns):
         raise ConfigError(f"{str(args.session)!r} has no recorded model turns to replay")
     workdir = existing_workdir(args.workdir)
     default_out = workdir / ".codeagent" / "replays" / args.session.name
     out = writable_notebook(args.out or default_out)
-    if out == args.session.resolve():
+    if out == read.path:
         raise ConfigError("--out must not overwrite the session being replayed")
     if out.exists():
         out.unlink()
     label = f"recorded turns of {session.model}" if session.model else "recorded turns"
     model = ReplayModel(_flat_turns(session.turns), name=label, base_url="")
-    async with make_sandbox(args, workdir) as sandbox:
+    limits = limits_from(args).tightened_by(session.notebook.metadata["codeagent"].get("limits"))
+    read.say_if_unsigned()
+    async with make_sandbox(args, workdir, limits) as sandbox:
         announce(sandbox)
-        recorder = NotebookRecorder(out)
+        recorder = NotebookRecorder(out, on_saved=signing(notary))
         sinks: list[EventSink] = [recorder, ProgressPrinter()]
         loop = build_agent(model, sandbox, sinks, AgentConfig(), workdir=workdir)
-        finished = await _drive(loop, list(session.prompts))
-    return _report(finished, out)
+        finished = await drive(loop, list(session.prompts))
+    return report(finished, out)
 
 
 async def _reexecute(args: argparse.Namespace) -> int:
+    from .cli_trust import parse_notebook, read_session_file
+    from .notary import cli_notary
     from .reexecute import reexecute
 
-    notebook = read_notebook(args.session)
+    read = read_session_file(args.session, cli_notary())
+    notebook = parse_notebook(read)
     workdir = existing_workdir(args.workdir)
-    async with make_sandbox(args, workdir) as sandbox:
+    meta = notebook.metadata.get("codeagent")
+    recorded = meta.get("limits") if isinstance(meta, dict) else None
+    read.say_if_unsigned()
+    async with make_sandbox(args, workdir, limits_from(args).tightened_by(recorded)) as sandbox:
         announce(sandbox)
         checks = await reexecute(notebook, sandbox)
     for check in checks:
@@ -236,11 +223,9 @@ async def _reexecute(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
-def _load_session(loader: Any, path: Path) -> Any:
-    if not path.is_file():
-        raise ConfigError(f"session {str(path)!r} not found")
+def _load_session(loader: Any, path: Path, notebook: Any) -> Any:
     try:
-        return loader(path)
+        return loader(path, notebook)
     except CodeAgentError:
         raise
     except Exception as exc:

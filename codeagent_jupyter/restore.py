@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import ConfigError
 from .protocols import SandboxPort
 from .reexecute import _difference, normalise
 from .resume import ResumePlan
@@ -74,9 +75,17 @@ async def rebuild(plan: ResumePlan, sandbox: SandboxPort, store: SnapshotStore |
     if snapshot is None or store is None:
         done.problems.append("no workspace snapshot in this session: files not restored")
     else:
-        restored = store.restore(snapshot, target)
-        done.files = restored.written + len(restored.kept)
-        done.problems += restored.problems
+        try:
+            restored = store.restore(snapshot, target)
+        except ConfigError:  # another folder's store (a fork elsewhere, a shared notebook)
+            done.problems.append(
+                f"the snapshot of {plan.cut_label} is not in this snapshot store: files not "
+                "restored"
+            )
+            snapshot = None
+        else:
+            done.files = restored.written + len(restored.kept)
+            done.problems += restored.problems
     for index, cell in plan.cells:
         source = cell.source if isinstance(cell.source, str) else "".join(cell.source)
         result = await sandbox.execute(source)

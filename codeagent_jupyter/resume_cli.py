@@ -1,8 +1,11 @@
 """``codeagent resume SESSION.ipynb PROMPT [--from-step N]``: carry on a recorded session.
 
-A new sandbox gets the workspace of the session's last step (or of step N), the successful
-cells are run again to rebuild the kernel, the model gets the whole earlier conversation,
-and the run continues with PROMPT. Without ``--from-step`` and ``--out`` the session's own
+A new sandbox (local, or on ``--gateway-url``) working in ``--workdir`` or the current
+folder gets the workspace of the session's last step (or of step N) from that folder's
+snapshot store, the successful cells are run again to rebuild the kernel, the model gets the
+whole earlier conversation, and the run continues with PROMPT. The notebook is data: its
+limits may only tighten this command's, and the folder it names is never adopted
+(``cli_trust``). Without ``--from-step`` and ``--out`` the session's own
 notebook grows by a run; with either, a new notebook is written whose metadata names its
 parent (``metadata.codeagent.parent``): a fork, history cut at step N.
 """
@@ -15,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from . import events as ev
+from .cli_args import add_limits
 from .cli_session import add_delegate
-from .config import AgentConfig, SandboxLimits
+from .config import AgentConfig
 from .errors import ConfigError
 
 
 def add_parser(sub: Any, positive_int: Any, add_isolation: Any, add_hooks: Any) -> None:
-    """The ``resume`` subcommand, with the model flags of ``run``."""
+    """The ``resume`` subcommand, with the model, limit and sandbox flags of ``run``."""
     resume = sub.add_parser("resume", help="continue (or fork) a recorded session")
     resume.add_argument("session", type=Path, help="a session notebook (.ipynb)")
     resume.add_argument("prompt", help="what to do next, in plain words")
@@ -31,7 +35,17 @@ def add_parser(sub: Any, positive_int: Any, add_isolation: Any, add_hooks: Any) 
         help="fork from the state after step N (the cells' metadata step); default: the end",
     )
     resume.add_argument(
-        "--workdir", type=Path, help="workspace (default: the session's own); restored into"
+        "--workdir",
+        type=Path,
+        help="workspace, restored into (default: the current folder, which must be the one "
+        "the session ran in)",
+    )
+    resume.add_argument(
+        "--snapshots-from",
+        type=Path,
+        metavar="DIR",
+        help="restore the step's files from the snapshots of this folder (the one the session "
+        "ran in), e.g. to fork into an empty --workdir; default: the workspace's own",
     )
     resume.add_argument("--out", type=Path, help="notebook to write (default: see above)")
     resume.add_argument("--model", help="model name (default: $CODEAGENT_MODEL)")
@@ -44,50 +58,63 @@ def add_parser(sub: Any, positive_int: Any, add_isolation: Any, add_hooks: Any) 
         default=AgentConfig.max_steps,
         help=AgentConfig.help("max_steps"),
     )
+    add_limits(resume)
     add_isolation(resume)
     add_hooks(resume)
     add_delegate(resume)
 
 
 async def run(args: argparse.Namespace) -> int:
-    from . import cli, cli_args
+    from . import cli_args
     from .agent import build_agent
     from .bus import EventBus
+    from .cli_drive import drive, report
     from .cli_session import hook_chain, snapshot_sink, with_delegate
+    from .cli_trust import read_session_file, signing, workspace
     from .models.openai_chat import OpenAIChatModel, resolve_settings
+    from .notary import cli_notary
     from .printer import ProgressPrinter
     from .recorder import NotebookRecorder
     from .restore import rebuild
     from .resume import plan
-    from .sandbox import Sandbox
+    from .session_reader import parse_session
     from .snapshots import SnapshotStore
 
-    if not args.session.is_file():
-        raise ConfigError(f"session {str(args.session)!r} not found")
-    session = args.session.resolve()
-    todo = plan(session, args.from_step)
+    notary = cli_notary()
+    read = read_session_file(args.session, notary)
+    session = read.path
+    todo = plan(session, args.from_step, notebook=parse_session(read.text, session))
     model_name, base_url, api_key = resolve_settings(args.model, args.base_url)
-    if args.workdir is None and todo.workdir is None:
-        raise ConfigError(f"{session.name} does not say its workspace; give --workdir")
-    workdir = cli_args.existing_workdir(args.workdir or todo.workdir)
+    workdir = workspace(args.workdir, todo.workdir, session.name)
+    limits = cli_args.limits_from(args).tightened_by(todo.limits)
     session_id = uuid.uuid4().hex[:12]
     fork = args.from_step is not None or (args.out is not None and args.out.resolve() != session)
     if fork and args.out is not None and args.out.resolve() == session:
         raise ConfigError("--out must not overwrite the session being forked")
     default_out = workdir / ".codeagent" / "sessions" / f"{session_id}.ipynb"
     out = cli_args.writable_notebook(args.out or default_out) if fork else session
-    store = SnapshotStore.for_workspace(todo.workdir) if todo.workdir else None
+    # The workspace's own store, or the one this command line names; never a notebook's.
+    source = workdir if args.snapshots_from is None else args.snapshots_from
+    store = SnapshotStore.for_workspace(cli_args.existing_workdir(source))
     model = OpenAIChatModel(
         model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens
     )
     hooks = hook_chain(args.hook, session_id if fork else todo.session_id)
-    unconfined = args.isolation == "none"
-    async with Sandbox(
-        workdir=workdir, limits=_limits(todo.limits), allow_unconfined=unconfined
-    ) as sandbox:
+    read.say_if_unsigned()
+    async with cli_args.make_sandbox(args, workdir, limits) as sandbox:
         cli_args.announce(sandbox)
         rebuilt = await rebuild(todo, sandbox, store)
-        recorder = NotebookRecorder(out, session_id=session_id)
+        # A fork is a notebook of ours; a notebook carried on in place is signed only if it
+        # was ours already (its earlier content is someone else's otherwise).
+        on_saved = signing(notary) if fork or read.signed else None
+        recorder = NotebookRecorder(out, session_id=session_id, on_saved=on_saved)
+        if (
+            not fork
+            and notary is not None
+            and read.signed
+            and not notary.knows(notary.digest_of(recorder.notebook))
+        ):
+            recorder.on_saved = None  # the file changed since it was checked: not ours
         meta = recorder.notebook.metadata["codeagent"]
         if fork:
             meta["parent"] = {
@@ -107,7 +134,7 @@ async def run(args: argparse.Namespace) -> int:
         loop = build_agent(model, sandbox, bus, AgentConfig(max_steps=args.max_steps))
 
         def child_sandbox(path: Path) -> Any:
-            return Sandbox(workdir=path, limits=sandbox.limits, allow_unconfined=unconfined)
+            return cli_args.make_sandbox(args, path, sandbox.limits)
 
         loop = with_delegate(
             loop,
@@ -123,17 +150,9 @@ async def run(args: argparse.Namespace) -> int:
         loop.run_index = len(meta.get("runs", []))
         loop.runner.hooks = hooks
         try:
-            finished = await cli._drive(loop, [args.prompt])
+            finished = await drive(loop, [args.prompt])
         finally:
             await model.aclose()
             if hooks is not None:
                 await hooks.end({})
-    return cli._report(finished, out)
-
-
-def _limits(recorded: dict[str, Any]) -> SandboxLimits:
-    """The session's own limits (a cell re-runs under what it first ran under)."""
-    try:
-        return SandboxLimits.from_dict(recorded) if recorded else SandboxLimits()
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"the session's recorded limits are not valid: {exc}") from None
+    return report(finished, out)
