@@ -29,6 +29,7 @@ from ..protocols import ExecResult, OutputCallback
 from .cells import CellRunner
 from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV
 from .gateway_cell import UNREACHABLE, collect, result, watching
+from .gateway_start import launch_failure, preflight
 from .gateway_wire import CLOSED, GatewayError, GatewayWire
 from .messages import ENFORCED_BY_CLIENT, ENFORCEMENT_EXPR, parse_enforcement
 from .outputs import TEXT_LIMIT, OutputCollector
@@ -99,6 +100,7 @@ class GatewaySandbox(CellRunner):
         if self._started:
             return
         self._closed = False
+        await preflight(self.wire, self.kernel_name, self.requested_limits, self.workdir)
         try:
             await self.wire.start_kernel(self.kernel_name, self._env())
             await self._connect()
@@ -115,10 +117,23 @@ class GatewaySandbox(CellRunner):
             "refused the limits or workspace; the gateway's log has the reason)"
         )
         deadline = time.monotonic() + self.startup_timeout
+        # The gateway answers the socket once the kernel has answered it; meanwhile the
+        # kernel's model says at once when its launcher refused (see gateway_start).
+        connecting = asyncio.ensure_future(self.wire.connect(timeout=self.startup_timeout))
+        failing = asyncio.ensure_future(launch_failure(self.wire, str(self.wire.kernel_id)))
         try:
-            # The gateway answers the socket once the kernel has answered it.
-            await self.wire.connect(timeout=self.startup_timeout)
-        except GatewayError:
+            await asyncio.wait({connecting, failing}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled: no socket may open later for a deleted kernel
+            connecting.cancel()
+            raise
+        finally:
+            failing.cancel()
+        if not connecting.done():  # the launch failed first
+            connecting.cancel()
+            with contextlib.suppress(BaseException):
+                await connecting
+            raise SandboxError(f"gateway {self.wire.url}: {failing.result()}")
+        if connecting.exception() is not None:
             raise not_ready from None
         while not await self.wire.kernel_info(timeout=1.0):
             if self.wire.kernel_gone.is_set() or time.monotonic() > deadline:
