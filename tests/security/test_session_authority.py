@@ -64,8 +64,8 @@ def _edit(path: Path, **meta: Any) -> None:
         codeagent_meta[key] = value
     for event in codeagent_meta.events:
         if event.get("type") == "run_started":
-            for key, value in meta.items():
-                event[key] = value
+            for key in set(meta) & {"workdir", "limits"}:
+                event[key] = meta[key]
     nbformat.write(nb, path)
 
 
@@ -164,7 +164,7 @@ def test_a_recorded_workdir_never_picks_the_sandbox_folder(
     mine.mkdir()
     (mine / "secret.txt").write_text("decoy")
     session = _record(scripted_model, tmp_path, mine, "print(open('secret.txt').read())")
-    _edit(session, workdir=str(victim))
+    _edit(session, workdir=str(victim), snapshots=[])  # the victim's folder, nothing to restore
     elsewhere = tmp_path / "downloads"
     elsewhere.mkdir()
     before = len(scripted_model.requests)
