@@ -58,7 +58,7 @@ async def _resume_row(cells: int, base: Path, unconfined: bool) -> tuple:
     ws = base / f"ws{cells}"
     ws.mkdir()
     out = base / f"s{cells}.ipynb"
-    notary = Notary(base / "notary")  # the CLI's, in a temporary data dir
+    notary = Notary(base / "notary", durable=False)  # as the CLI keeps its own
     async with Sandbox(workdir=ws, allow_unconfined=unconfined) as sandbox:
         recorder = NotebookRecorder(out, on_saved=notary.saved)
         sink = SnapshotRecorder(

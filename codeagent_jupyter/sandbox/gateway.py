@@ -5,7 +5,9 @@ for a gateway that went away: that is an ``ExecResult`` with status ``died`` and
 "gateway unreachable"). The kernel runs the same ``codeagent-sandbox`` launcher on the
 gateway host, which applies the limits sent as ``KERNEL_CODEAGENT_*`` variables within the
 ceiling the operator set there (``CODEAGENT_SANDBOX_MAX_LIMITS``); ``limits`` and
-``enforcement`` are what the launcher reports it applied, not what was asked for.
+``enforcement`` are what the launcher reports it applied, not what was asked for. What the
+launcher would refuse is refused here first, in one line, and a launch that fails anyway
+ends the start at once with the launcher's reason (``gateway_start``).
 
 A cell is complete when both its ``execute_reply`` and its ``status: idle`` have arrived;
 a kernel that dies under a cell is reported as ``died`` within about 1.5 s, whatever the
