@@ -3,9 +3,10 @@
     python bench/resume.py [--cells 5,20,50] [--small-files 1000] [--big-mb 100]
 
 Resume: a session of N light cells is recorded the way the CLI records one (``build_agent``
-with recorded model turns, the notebook recorder and the snapshot sink, a real sandbox), then
-resumed: ``plan`` (read the notebook) + ``rebuild`` (restore the snapshot, re-run the cells,
-restore again) in a second, already started sandbox. The table shows the resume time, the
+with recorded model turns, the notebook recorder signing each save, and the snapshot sink, a
+real sandbox), then resumed the way ``codeagent resume`` does: read the notebook once, check
+its signature, ``plan`` from that text, then ``rebuild`` (restore the snapshot, re-run the
+cells, restore again) in a second, already started sandbox. The table shows the resume time, the
 cells' own run time, and the difference: what resuming costs beyond the cells (target: at most
 2 s for 20 cells). Sandbox start is reported apart; a pool hides it on the server.
 
@@ -32,10 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from codeagent_jupyter.agent import build_agent
 from codeagent_jupyter.config import AgentConfig
 from codeagent_jupyter.models.replay import ReplayModel
+from codeagent_jupyter.notary import Notary
 from codeagent_jupyter.recorder import NotebookRecorder
 from codeagent_jupyter.restore import rebuild
 from codeagent_jupyter.resume import plan
 from codeagent_jupyter.sandbox import Sandbox
+from codeagent_jupyter.session_reader import parse_session
 from codeagent_jupyter.snapshot_sink import SnapshotRecorder
 from codeagent_jupyter.snapshots import SnapshotSettings, SnapshotStore
 
@@ -55,8 +58,9 @@ async def _resume_row(cells: int, base: Path, unconfined: bool) -> tuple:
     ws = base / f"ws{cells}"
     ws.mkdir()
     out = base / f"s{cells}.ipynb"
+    notary = Notary(base / "notary", durable=False)  # as the CLI keeps its own
     async with Sandbox(workdir=ws, allow_unconfined=unconfined) as sandbox:
-        recorder = NotebookRecorder(out)
+        recorder = NotebookRecorder(out, on_saved=notary.saved)
         sink = SnapshotRecorder(
             SnapshotStore.for_workspace(ws), ws, recorder.notebook.metadata["codeagent"]
         )
@@ -72,7 +76,9 @@ async def _resume_row(cells: int, base: Path, unconfined: bool) -> tuple:
     start_s = time.perf_counter() - started
     try:
         began = time.perf_counter()
-        todo = plan(out)
+        text = out.read_text(encoding="utf-8")
+        assert notary.verify(out, text) is None, "the recording is not signed"
+        todo = plan(out, notebook=parse_session(text, out))
         done = await rebuild(todo, sandbox, SnapshotStore.for_workspace(ws))
         total = time.perf_counter() - began
         check = await sandbox.execute(f"print(v{cells - 1})")

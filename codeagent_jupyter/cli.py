@@ -18,6 +18,7 @@ from . import __version__
 from .cli_args import (
     Parser,
     add_isolation,
+    add_limits,
     add_run_parser,
     announce,
     existing_workdir,
@@ -56,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
         help="'recorded': re-drive the agent loop from the recorded model turns, offline",
     )
     replay.add_argument("--out", type=Path, help="where to write the replayed session")
+    add_limits(replay)
     add_isolation(replay)
 
     from . import resume_cli
@@ -97,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
 
 async def _run(args: argparse.Namespace) -> int:
     from .agent import build_agent
+    from .cli_trust import signing
     from .models.openai_chat import OpenAIChatModel, resolve_settings
+    from .notary import cli_notary
     from .recorder import NotebookRecorder
     from .terminal import make_printer
 
@@ -113,9 +117,10 @@ async def _run(args: argparse.Namespace) -> int:
     )
     context = build_context(workdir, notebook)
     hooks = hook_chain(args.hook, session_id)
+    sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
     async with make_sandbox(args, workdir, limits) as sandbox:
         announce(sandbox)
-        recorder = NotebookRecorder(out, session_id=session_id)
+        recorder = NotebookRecorder(out, session_id=session_id, on_saved=sign)
         printer = make_printer()
         sinks: list[EventSink] = [recorder, printer]
         if not args.no_snapshots:
@@ -143,25 +148,32 @@ async def _run(args: argparse.Namespace) -> int:
 
 async def _replay_recorded(args: argparse.Namespace) -> int:
     from .agent import build_agent
+    from .cli_trust import read_session_file, signing
     from .models.replay import ReplayModel
+    from .notary import cli_notary
     from .recorder import NotebookRecorder, load_session
+    from .session_reader import parse_session
     from .terminal import make_printer
 
-    session = _load_session(load_session, args.session)
+    notary = cli_notary()
+    read = read_session_file(args.session, notary)
+    session = _load_session(load_session, read.path, parse_session(read.text, read.path))
     if not any(session.turns):
         raise ConfigError(f"{str(args.session)!r} has no recorded model turns to replay")
     workdir = existing_workdir(args.workdir)
     default_out = workdir / ".codeagent" / "replays" / args.session.name
     out = writable_notebook(args.out or default_out)
-    if out == args.session.resolve():
+    if out == read.path:
         raise ConfigError("--out must not overwrite the session being replayed")
     if out.exists():
         out.unlink()
     label = f"recorded turns of {session.model}" if session.model else "recorded turns"
     model = ReplayModel(_flat_turns(session.turns), name=label, base_url="")
-    async with make_sandbox(args, workdir) as sandbox:
+    limits = limits_from(args).tightened_by(session.notebook.metadata["codeagent"].get("limits"))
+    read.say_if_unsigned()
+    async with make_sandbox(args, workdir, limits) as sandbox:
         announce(sandbox)
-        recorder = NotebookRecorder(out)
+        recorder = NotebookRecorder(out, on_saved=signing(notary))
         printer = make_printer()
         sinks: list[EventSink] = [recorder, printer]
         loop = build_agent(model, sandbox, sinks, AgentConfig(), workdir=workdir)
@@ -173,11 +185,17 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
 
 
 async def _reexecute(args: argparse.Namespace) -> int:
+    from .cli_trust import parse_notebook, read_session_file
+    from .notary import cli_notary
     from .reexecute import reexecute
 
-    notebook = read_notebook(args.session)
+    read = read_session_file(args.session, cli_notary())
+    notebook = parse_notebook(read)
     workdir = existing_workdir(args.workdir)
-    async with make_sandbox(args, workdir) as sandbox:
+    meta = notebook.metadata.get("codeagent")
+    recorded = meta.get("limits") if isinstance(meta, dict) else None
+    read.say_if_unsigned()
+    async with make_sandbox(args, workdir, limits_from(args).tightened_by(recorded)) as sandbox:
         announce(sandbox)
         checks = await reexecute(notebook, sandbox)
     for check in checks:
@@ -188,11 +206,9 @@ async def _reexecute(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
-def _load_session(loader: Any, path: Path) -> Any:
-    if not path.is_file():
-        raise ConfigError(f"session {str(path)!r} not found")
+def _load_session(loader: Any, path: Path, notebook: Any) -> Any:
     try:
-        return loader(path)
+        return loader(path, notebook)
     except CodeAgentError:
         raise
     except Exception as exc:

@@ -97,6 +97,28 @@ class SandboxLimits:
             values[name] = kind(value)
         return cls(**values)
 
+    def tightened_by(self, recorded: Any) -> SandboxLimits:
+        """These limits, lowered wherever ``recorded`` asks for less; never raised.
+
+        For what a session notebook says it ran under: a notebook is data anyone may have
+        edited, so it can only make a resume stricter (``network: false`` turns it off,
+        ``network: true`` never turns it on). Each value is judged alone: an unknown name or
+        an invalid value is ignored rather than failing the resume.
+        """
+        if not isinstance(recorded, dict):
+            return self
+        values = self.to_dict()
+        for name, mine in values.items():
+            if name not in recorded:
+                continue
+            try:
+                asked = getattr(SandboxLimits.from_dict({name: recorded[name]}), name)
+            except (TypeError, ValueError):
+                continue
+            if asked < mine:
+                values[name] = asked
+        return SandboxLimits(**values)
+
 
 DEFAULT_SYSTEM_PROMPT = """\
 You are codeagent, a careful data-science assistant working inside a Jupyter sandbox.

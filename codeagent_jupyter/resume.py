@@ -39,8 +39,9 @@ class ResumePlan:
     step: int | None
     """The step the cut is after, or None: the end of the session."""
     workdir: Path | None
-    """The workspace the session ran in (its snapshot store is there)."""
+    """The workspace the session says it ran in (data: compared, never adopted)."""
     limits: dict[str, Any]
+    """The limits the session says it ran under (data: they may only tighten)."""
     snapshot: dict[str, Any] | None
     """The notebook's entry of the last snapshot at or before the cut, if any."""
     cells: list[tuple[int, Any]] = field(default_factory=list)
@@ -56,12 +57,19 @@ class ResumePlan:
         return "the end" if self.step is None else f"step {self.step}"
 
 
-def plan(path: Path, step: int | None = None, run: int | None = None) -> ResumePlan:
+def plan(
+    path: Path, step: int | None = None, run: int | None = None, notebook: Any = None
+) -> ResumePlan:
     """Read ``path`` and plan a resume at the end, or a fork after ``step``.
 
+    ``notebook``: the session as already read (and its signature checked) from ``path``,
+    so that what is planned is exactly what was checked, not a second read of the file.
     ConfigError (one line) when the notebook is not a session or the step is not in it.
+    Nothing read here is authority: ``limits`` and ``workdir`` are what the notebook *says*;
+    callers only ever tighten their own limits with them and compare, never adopt, the
+    workdir.
     """
-    nb = read_session(Path(path))
+    nb = read_session(Path(path)) if notebook is None else notebook
     meta = nb.metadata["codeagent"]
     runs = len(meta.get("runs", []))
     if runs == 0:

@@ -1,9 +1,12 @@
 """``codeagent resume SESSION.ipynb PROMPT [--from-step N]``: carry on a recorded session.
 
-A new sandbox gets the workspace of the session's last step (or of step N), the successful
-cells are run again to rebuild the kernel, the model gets the whole earlier conversation,
-and the run continues with PROMPT. Without ``--from-step`` and ``--out`` the session's own
-notebook grows by a run; with either, a new notebook is written whose metadata names its
+A new sandbox (local, or on ``--gateway-url``) working in ``--workdir`` or the current
+folder gets the workspace of the session's last step (or of step N) from that folder's
+snapshot store (or ``--snapshots-from``'s), the successful cells are run again to rebuild
+the kernel, the model gets the whole earlier conversation, and the run continues with
+PROMPT. The notebook is data: its limits may only tighten this command's, and the folder it
+names is never adopted (``cli_trust``). Without ``--from-step`` and ``--out`` the session's
+own notebook grows by a run; with either, a new notebook is written whose metadata names its
 parent (``metadata.codeagent.parent``): a fork, history cut at step N.
 """
 
@@ -15,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from . import events as ev
-from .cli_args import add_isolation, add_max_steps, add_model_flags, positive_int
+from .cli_args import add_isolation, add_limits, add_max_steps, add_model_flags, positive_int
 from .cli_session import add_delegate, add_hooks
-from .config import AgentConfig, SandboxLimits
+from .config import AgentConfig
 from .errors import ConfigError
 
 RESUME_EXAMPLES = """\
@@ -52,7 +55,15 @@ def add_parser(sub: Any) -> None:
     session.add_argument(
         "--workdir",
         type=Path,
-        help="workspace to restore the session into (default: the session's own)",
+        help="workspace, restored into (default: the current folder, which must be the one "
+        "the session ran in)",
+    )
+    session.add_argument(
+        "--snapshots-from",
+        type=Path,
+        metavar="DIR",
+        help="restore the step's files from the snapshots of this folder (the one the session "
+        "ran in), e.g. to fork into an empty --workdir; default: the workspace's own",
     )
     session.add_argument(
         "--out",
@@ -63,7 +74,13 @@ def add_parser(sub: Any) -> None:
     add_max_steps(session)
     add_hooks(session)
     add_delegate(session)
-    add_isolation(resume.add_argument_group("sandbox"))
+    sandbox = resume.add_argument_group(
+        "sandbox limits",
+        "the limits of this command line (or the defaults); the session's recorded limits may "
+        "only tighten them",
+    )
+    add_limits(sandbox)
+    add_isolation(sandbox)
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -71,36 +88,51 @@ async def run(args: argparse.Namespace) -> int:
     from .agent import build_agent
     from .bus import EventBus
     from .cli_session import drive, hook_chain, report, snapshot_sink, with_delegate
+    from .cli_trust import read_session_file, signing, workspace
     from .models.openai_chat import OpenAIChatModel, resolve_settings
+    from .notary import cli_notary
     from .recorder import NotebookRecorder
     from .restore import rebuild
     from .resume import plan
+    from .session_reader import parse_session
     from .snapshots import SnapshotStore
     from .terminal import make_printer
 
-    if not args.session.is_file():
-        raise ConfigError(f"session {str(args.session)!r} not found")
-    session = args.session.resolve()
-    todo = plan(session, args.from_step)
+    notary = cli_notary()
+    read = read_session_file(args.session, notary)
+    session = read.path
+    todo = plan(session, args.from_step, notebook=parse_session(read.text, session))
     model_name, base_url, api_key = resolve_settings(args.model, args.base_url)
-    if args.workdir is None and todo.workdir is None:
-        raise ConfigError(f"{session.name} does not say its workspace; give --workdir")
-    workdir = cli_args.existing_workdir(args.workdir or todo.workdir)
+    workdir = workspace(args.workdir, todo.workdir, session.name)
+    limits = cli_args.limits_from(args).tightened_by(todo.limits)
     session_id = uuid.uuid4().hex[:12]
     fork = args.from_step is not None or (args.out is not None and args.out.resolve() != session)
     if fork and args.out is not None and args.out.resolve() == session:
         raise ConfigError("--out must not overwrite the session being forked")
     default_out = workdir / ".codeagent" / "sessions" / f"{session_id}.ipynb"
     out = cli_args.writable_notebook(args.out or default_out) if fork else session
-    store = SnapshotStore.for_workspace(todo.workdir) if todo.workdir else None
+    # The workspace's own store, or the one this command line names; never a notebook's.
+    source = workdir if args.snapshots_from is None else args.snapshots_from
+    store = SnapshotStore.for_workspace(cli_args.existing_workdir(source))
     model = OpenAIChatModel(
         model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens
     )
     hooks = hook_chain(args.hook, session_id if fork else todo.session_id)
-    async with cli_args.make_sandbox(args, workdir, _limits(todo.limits)) as sandbox:
+    read.say_if_unsigned()
+    async with cli_args.make_sandbox(args, workdir, limits) as sandbox:
         cli_args.announce(sandbox)
         rebuilt = await rebuild(todo, sandbox, store)
-        recorder = NotebookRecorder(out, session_id=session_id)
+        # A fork is a notebook of ours; a notebook carried on in place is signed only if it
+        # was ours already (its earlier content is someone else's otherwise).
+        on_saved = signing(notary) if fork or read.signed else None
+        recorder = NotebookRecorder(out, session_id=session_id, on_saved=on_saved)
+        if (
+            not fork
+            and notary is not None
+            and read.signed
+            and not notary.knows(notary.digest_of(recorder.notebook))
+        ):
+            recorder.on_saved = None  # the file changed since it was checked: not ours
         meta = recorder.notebook.metadata["codeagent"]
         if fork:
             meta["parent"] = {
@@ -144,11 +176,3 @@ async def run(args: argparse.Namespace) -> int:
             if hooks is not None:
                 await hooks.end({})
     return report(finished, out)
-
-
-def _limits(recorded: dict[str, Any]) -> SandboxLimits:
-    """The session's own limits (a cell re-runs under what it first ran under)."""
-    try:
-        return SandboxLimits.from_dict(recorded) if recorded else SandboxLimits()
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"the session's recorded limits are not valid: {exc}") from None

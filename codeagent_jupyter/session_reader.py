@@ -24,6 +24,19 @@ def read_session(path: Path) -> Any:
         nb = nbformat.read(path, as_version=4)
     except Exception as e:
         raise ConfigError(f"{path} is not a readable notebook: {e}".splitlines()[0]) from None
+    return _checked(nb, path)
+
+
+def parse_session(text: str, path: Path) -> Any:
+    """``read_session`` of a text already read (and checked) from ``path``."""
+    try:
+        nb = nbformat.reads(text, as_version=4)
+    except Exception as e:
+        raise ConfigError(f"{path} is not a readable notebook: {e}".splitlines()[0]) from None
+    return _checked(nb, path)
+
+
+def _checked(nb: Any, path: Path) -> Any:
     meta = nb.metadata.get("codeagent")
     if not isinstance(meta, dict) or "format_version" not in meta:
         raise ConfigError(f"{path} exists and is not a codeagent session notebook")
@@ -53,9 +66,10 @@ class SessionRecord:
     base_url: str
 
 
-def load_session(path: Path) -> SessionRecord:
-    """Read a session notebook; raises ConfigError when ``path`` is not one."""
-    nb = read_session(Path(path))
+def load_session(path: Path, notebook: Any = None) -> SessionRecord:
+    """Read a session notebook (or take ``notebook``, already read from ``path``); raises
+    ConfigError when it is not one."""
+    nb = read_session(Path(path)) if notebook is None else notebook
     meta = nb.metadata["codeagent"]
     return SessionRecord(
         notebook=nb,

@@ -5,7 +5,9 @@ for a gateway that went away: that is an ``ExecResult`` with status ``died`` and
 "gateway unreachable"). The kernel runs the same ``codeagent-sandbox`` launcher on the
 gateway host, which applies the limits sent as ``KERNEL_CODEAGENT_*`` variables within the
 ceiling the operator set there (``CODEAGENT_SANDBOX_MAX_LIMITS``); ``limits`` and
-``enforcement`` are what the launcher reports it applied, not what was asked for.
+``enforcement`` are what the launcher reports it applied, not what was asked for. What the
+launcher would refuse is refused here first, in one line, and a launch that fails anyway
+ends the start at once with the launcher's reason (``gateway_start``).
 
 A cell is complete when both its ``execute_reply`` and its ``status: idle`` have arrived;
 a kernel that dies under a cell is reported as ``died`` within about 1.5 s, whatever the
@@ -30,6 +32,7 @@ from .cells import CellRunner
 from .disk import DiskWatch
 from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV
 from .gateway_cell import UNREACHABLE, collect, result, watching
+from .gateway_start import launch_failure, preflight
 from .gateway_wire import CLOSED, GatewayError, GatewayWire
 from .messages import ENFORCED_BY_CLIENT, ENFORCEMENT_EXPR, parse_enforcement
 from .outputs import TEXT_LIMIT, OutputCollector
@@ -100,6 +103,7 @@ class GatewaySandbox(CellRunner):
         if self._started:
             return
         self._closed = False
+        await preflight(self.wire, self.kernel_name, self.requested_limits, self.workdir)
         try:
             await self.wire.start_kernel(self.kernel_name, self._env())
             await self._connect()
@@ -116,10 +120,23 @@ class GatewaySandbox(CellRunner):
             "refused the limits or workspace; the gateway's log has the reason)"
         )
         deadline = time.monotonic() + self.startup_timeout
+        # The gateway answers the socket once the kernel has answered it; meanwhile the
+        # kernel's model says at once when its launcher refused (see gateway_start).
+        connecting = asyncio.ensure_future(self.wire.connect(timeout=self.startup_timeout))
+        failing = asyncio.ensure_future(launch_failure(self.wire, str(self.wire.kernel_id)))
         try:
-            # The gateway answers the socket once the kernel has answered it.
-            await self.wire.connect(timeout=self.startup_timeout)
-        except GatewayError:
+            await asyncio.wait({connecting, failing}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled: no socket may open later for a deleted kernel
+            connecting.cancel()
+            raise
+        finally:
+            failing.cancel()
+        if not connecting.done():  # the launch failed first
+            connecting.cancel()
+            with contextlib.suppress(BaseException):
+                await connecting
+            raise SandboxError(f"gateway {self.wire.url}: {failing.result()}")
+        if connecting.exception() is not None:
             raise not_ready from None
         while not await self.wire.kernel_info(timeout=1.0):
             if self.wire.kernel_gone.is_set() or time.monotonic() > deadline:

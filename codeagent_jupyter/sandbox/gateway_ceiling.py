@@ -94,19 +94,32 @@ def resolve(env: Mapping[str, str], cwd: str) -> tuple[SandboxLimits, Path, bool
         requested = SandboxLimits.from_dict({**top_limits.to_dict(), **asked})
     except ValueError as e:
         raise Refused(f"sandbox refused to start: requested limits: {e}") from None
-    over = [
-        f"{f.name}={getattr(requested, f.name)} (ceiling {getattr(top_limits, f.name)})"
-        for f in fields(SandboxLimits)
-        if getattr(requested, f.name) > getattr(top_limits, f.name)
-    ]
+    over = above(requested, top_limits)
     if over:
         raise Refused(f"sandbox refused to start: limits above the ceiling: {', '.join(over)}")
     workdir = Path(raw_workdir or root or cwd).resolve()
-    if root is not None and workdir != root and root not in workdir.parents:
+    if outside(workdir, root):
         raise Refused(
             f"sandbox refused to start: workspace {workdir} is outside the allowed root {root}"
         )
     return requested, workdir, unconfined
+
+
+def above(requested: SandboxLimits, top: SandboxLimits) -> list[str]:
+    """``name=value (ceiling c)`` for each requested limit above the ceiling's.
+
+    The launcher refuses on these; the gateway client checks the same before it asks.
+    """
+    return [
+        f"{f.name}={getattr(requested, f.name)} (ceiling {getattr(top, f.name)})"
+        for f in fields(SandboxLimits)
+        if getattr(requested, f.name) > getattr(top, f.name)
+    ]
+
+
+def outside(workdir: Path, root: Path | None) -> bool:
+    """Whether ``workdir`` (resolved) is outside the ceiling's ``workspace_root``."""
+    return root is not None and workdir != root and root not in workdir.parents
 
 
 def applied_env(limits: SandboxLimits, workdir: Path) -> dict[str, str]:

@@ -11,7 +11,10 @@ It is a LocalProvisioner with three changes that only the server side can make:
   through a pipe into the server's log, escaped line by line, so a cell cannot write
   escape sequences to the terminal the server runs in;
 - the kernel's ``pids`` cgroup and private directory are removed when it is gone, and
-  private directories left by a killed server are removed when the next one is made.
+  private directories left by a killed server are removed when the next one is made;
+- when the launcher refuses to start (its reason in the private directory), a Jupyter
+  server's kernel model says so at once: ``execution_state`` ``dead`` and the launcher's line
+  as ``reason``, so a gateway's client learns why now, not after the restarter gives up.
 
 Everything else (limits, namespaces) is done by the launcher, so a remote provisioner or
 a gateway that runs the same kernel spec gets the same behaviour.
@@ -20,12 +23,14 @@ a gateway that runs the same kernel spec gets the same behaviour.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any
@@ -34,7 +39,7 @@ from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import LocalProvisioner
 
 from . import cgroup, leftovers
-from .isolation import scrub_env
+from .isolation import REFUSED_FILE, scrub_env
 from .launcher import PRIVATE_DIR_PREFIX
 
 
@@ -55,6 +60,7 @@ class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]
             km.transport = "ipc"
             km.ip = str(self._private_dir / "kernel-ipc")
             km.connection_file = str(self._private_dir / f"kernel-{self.kernel_id}.json")
+            (self._private_dir / REFUSED_FILE).unlink(missing_ok=True)  # a restart's own
         return await super().pre_launch(**kwargs)
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
@@ -69,8 +75,33 @@ class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]
             process.stderr = None
             log = getattr(self, "log", None) or logging.getLogger(__name__)
             name = f"kernel {str(self.kernel_id)[:8]}"
-            threading.Thread(target=forward_stderr, args=(stream, log, name), daemon=True).start()
+            aio = asyncio.get_running_loop()
+
+            def ended() -> None:  # in the reader thread: the launcher and all it ran are gone
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    aio.call_soon_threadsafe(self._say_refused)
+
+            threading.Thread(
+                target=forward_stderr, args=(stream, log, name, ended), daemon=True
+            ).start()
         return info
+
+    def _say_refused(self) -> None:
+        """Mark a server's kernel model dead with the launcher's refusal, if it refused.
+
+        Only where the kernel manager has the ``reason`` of jupyter_server's
+        ``ServerKernelManager`` (a Jupyter server or kernel gateway), so locally nothing
+        changes: ``Sandbox`` reads the same file itself.
+        """
+        km, private = self.parent, self._private_dir
+        if km is None or private is None or not hasattr(km, "reason"):
+            return
+        try:
+            reason = (private / REFUSED_FILE).read_text(errors="replace")
+        except OSError:
+            return
+        km.reason = " ".join(reason.split())[:500]
+        km.execution_state = "dead"
 
     def _finalize_env(self, env: dict[str, str]) -> None:
         super()._finalize_env(env)
@@ -124,8 +155,14 @@ def escape_line(raw: bytes, limit: int = LINE_CHARS) -> str:
     return out + (f" … [{len(raw) - limit} more bytes]" if cut else "")
 
 
-def forward_stderr(stream: IO[bytes], log: logging.Logger | Any, name: str) -> None:
-    """Copy a kernel's stderr into ``log``, escaped and bounded, until the pipe closes."""
+def forward_stderr(
+    stream: IO[bytes],
+    log: logging.Logger | Any,
+    name: str,
+    ended: Callable[[], None] | None = None,
+) -> None:
+    """Copy a kernel's stderr into ``log``, escaped and bounded, until the pipe closes;
+    then call ``ended`` (every process holding the pipe is gone)."""
     lines = 0
     with stream:
         for raw in iter(lambda: stream.readline(64 * 1024), b""):
@@ -134,3 +171,5 @@ def forward_stderr(stream: IO[bytes], log: logging.Logger | Any, name: str) -> N
                 log.info("%s stderr: %s", name, escape_line(raw))
             elif lines == MAX_LINES + 1:
                 log.info("%s stderr: more output not logged", name)
+    if ended is not None:
+        ended()

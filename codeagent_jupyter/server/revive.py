@@ -22,11 +22,12 @@ from .. import events as ev
 from ..errors import ConfigError
 from ..restore import Rebuilt, rebuild
 from ..resume import ResumePlan, plan
+from ..session_reader import parse_session
 from ..snapshot_sink import SnapshotRecorder
 from ..snapshots import SnapshotStore
 from .bodies import body_schema
 from .errors import ApiError
-from .policy import check_text, session_limits
+from .policy import check_text
 from .session import AgentSession
 from .store import read_regular
 from .supply import shutdown_quietly
@@ -81,7 +82,8 @@ def attach_hooks(manager: Any, session: AgentSession, loop: Any) -> None:
 
 
 def _plan(manager: Any, session: AgentSession, step: int | None) -> ResumePlan:
-    """The plan from the session's notebook, only if it is what this server signed."""
+    """The plan from the session's notebook, only if it is what this server signed: the
+    very text that was checked is planned from, never a second read of the file."""
     try:
         text = read_regular(session.path)
     except (OSError, UnicodeDecodeError):
@@ -90,7 +92,7 @@ def _plan(manager: Any, session: AgentSession, step: int | None) -> ResumePlan:
     if refused is not None:
         raise ApiError(409, f"session {session.id} cannot be resumed: {refused}")
     try:
-        return plan(session.path, step)
+        return plan(session.path, step, notebook=parse_session(text, session.path))
     except ConfigError as e:
         raise ApiError(400 if step is not None else 409, str(e)) from None
 
@@ -111,11 +113,10 @@ async def revive(
     todo = _plan(manager, parent, step)
     if fork and manager.open_count(parent.owner) >= manager.settings.max_sessions_per_user:
         raise ApiError(429, "too many open sessions; delete one (DELETE /sessions/ID) first")
-    workdir = manager.resolver.workdir_for(parent.notebook_path)
-    try:
-        limits = session_limits(manager.default_limits, todo.limits)
-    except ApiError:  # the administrator lowered the ceiling since: today's limits
-        limits = manager.default_limits
+    workdir = manager.resolver.workdir_for(parent.notebook_path)  # never the recorded one
+    # Today's c.CodeAgent.limits, lowered where the session ran under less (its request's
+    # own tightening); a recorded value above today's ceiling is simply not taken.
+    limits = manager.default_limits.tightened_by(todo.limits)
     try:
         model = manager.models.model_for(parent.model or None)
     except ApiError:

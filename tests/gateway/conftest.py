@@ -51,21 +51,33 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def kernel_spec_dir(base: Path, ceiling: dict[str, object]) -> Path:
-    """A JUPYTER_PATH with the codeagent-sandbox spec carrying ``ceiling`` in its env."""
+def kernel_spec_dir(base: Path, ceiling: dict[str, object] | None) -> Path:
+    """A JUPYTER_PATH with the codeagent-sandbox spec carrying ``ceiling`` in its env
+    (None: a spec without a ceiling, as a careless operator might install it)."""
     spec = json.loads((REPO / "kernels" / "codeagent-sandbox" / "kernel.json").read_text())
     spec["argv"][0] = sys.executable
-    spec["env"] = {MAX_LIMITS_ENV: json.dumps(ceiling), "PYTHONPATH": str(REPO)}
+    spec["env"] = {"PYTHONPATH": str(REPO)}
+    if ceiling is not None:
+        spec["env"][MAX_LIMITS_ENV] = json.dumps(ceiling)
     target = base / "kernels" / "codeagent-sandbox"
     target.mkdir(parents=True)
     (target / "kernel.json").write_text(json.dumps(spec))
     return base
 
 
-def start_gateway(tmp: Path, *extra: str, token: str = GATEWAY_TOKEN) -> Gateway:
+def start_gateway(
+    tmp: Path,
+    *extra: str,
+    token: str = GATEWAY_TOKEN,
+    ceiling: dict[str, object] | None = CEILING,
+    env: dict[str, str] | None = None,
+) -> Gateway:
+    """A started gateway; ``ceiling`` goes into its kernel spec (with ``workspace_root``),
+    ``env`` into the gateway's own environment (the kernels' too)."""
     root = tmp / "workspaces"
     root.mkdir()
-    jupyter_path = kernel_spec_dir(tmp / "share", {**CEILING, "workspace_root": str(root)})
+    top = None if ceiling is None else {**ceiling, "workspace_root": str(root)}
+    jupyter_path = kernel_spec_dir(tmp / "share", top)
     port = _free_port()
     env = {
         **os.environ,
@@ -74,6 +86,7 @@ def start_gateway(tmp: Path, *extra: str, token: str = GATEWAY_TOKEN) -> Gateway
         "JUPYTER_CONFIG_DIR": str(tmp / "config"),
         "JUPYTER_DATA_DIR": str(tmp / "data"),
         "PYTHONPATH": str(REPO),
+        **(env or {}),
     }
     log = tmp / "gateway.log"
     argv = [

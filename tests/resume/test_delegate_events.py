@@ -111,7 +111,7 @@ def test_helpers_are_sections_of_the_parent_notebook(scripted_model: Any, tmp_pa
     assert checked.returncode == 0 and "0 of 0 cells match" in checked.stdout, checked.stderr
     scripted_model.set_script([text("resumed")])
     args = ("--model", "m", "--base-url", scripted_model.url, "--out", str(tmp_path / "r.ipynb"))
-    resumed = codeagent("resume", str(out), "go on", *args)
+    resumed = codeagent("resume", str(out), "go on", *args, cwd=tmp_path / "ws")
     assert resumed.returncode == 0, resumed.stderr
     restored = nbformat.read(tmp_path / "r.ipynb", as_version=4).metadata.codeagent.restores
     assert restored[-1]["cells_rerun"] == 0
@@ -123,7 +123,7 @@ def test_a_resumed_session_numbers_its_helpers_after_the_earlier_ones(
     _, out = run_delegating_session(scripted_model, tmp_path)
     scripted_model.set_script(responder)  # asked again, the model delegates again
     args = ("--model", "m", "--base-url", scripted_model.url, "--delegate", "2")
-    resumed = codeagent("resume", str(out), "once more", *args, timeout=240)
+    resumed = codeagent("resume", str(out), "once more", *args, cwd=tmp_path / "ws", timeout=240)
     assert resumed.returncode == 0, resumed.stderr
     nb = nbformat.read(out, as_version=4)  # a resume continues the same notebook
     nbformat.validate(nb)

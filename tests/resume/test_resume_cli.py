@@ -41,7 +41,7 @@ def test_fork_at_step_2_has_the_state_of_step_2(scripted_model, tmp_path: Path) 
         "b = 2\nopen('f2.txt', 'w').write('two')",
         "c = 3\nopen('f3.txt', 'w').write('three')\nopen('f1.txt', 'w').write('changed')",
     ]
-    session, _ = _record(scripted_model, tmp_path, steps)
+    session, ws = _record(scripted_model, tmp_path, steps)
     meta = nbformat.read(session, as_version=4).metadata.codeagent
     assert [(s["run"], s["step"]) for s in meta.snapshots] == [(0, 0), (0, 1), (0, 2), (0, 3)]
     assert meta.snapshots[2]["changed"] == ["f2.txt"]
@@ -54,7 +54,8 @@ def test_fork_at_step_2_has_the_state_of_step_2(scripted_model, tmp_path: Path) 
     scripted_model.set_script([_cell(check), text("checked")])
     args = ("resume", str(session), "check the state", "--from-step", "2")
     model = ("--model", "m", "--base-url", scripted_model.url)
-    result = codeagent(*args, *model, "--workdir", str(fresh), "--out", str(fork))
+    into = ("--workdir", str(fresh), "--snapshots-from", str(ws), "--out", str(fork))
+    result = codeagent(*args, *model, *into)
     assert result.returncode == 0, result.stderr
     assert "restored from step 2 (2 cells re-run" in result.stderr
     assert (fresh / "f2.txt").read_text() == "two"
@@ -92,7 +93,7 @@ def test_resume_at_the_end_reports_a_cell_that_now_fails(scripted_model, tmp_pat
 
     scripted_model.set_script([_cell("print(open('y.txt').read(), 'y' in globals())"), text("ok")])
     model = ("--model", "m", "--base-url", scripted_model.url)
-    result = codeagent("resume", str(session), "what is y?", *model)
+    result = codeagent("resume", str(session), "what is y?", *model, cwd=ws)  # where it ran
     assert result.returncode == 0, result.stderr
     assert "cell 1 (step 1) failed on re-run: FileNotFoundError" in result.stderr
     assert (ws / "y.txt").read_text() == "HELLO"

@@ -39,7 +39,16 @@ def test_planted_symlink_and_fifo_are_skipped_not_followed(scripted_model, tmp_p
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     scripted_model.set_script([text("resumed")])
-    args = ("resume", str(out), "carry on", *model, "--workdir", str(fresh))
+    args = (
+        "resume",
+        str(out),
+        "carry on",
+        *model,
+        "--workdir",
+        str(fresh),
+        "--snapshots-from",
+        str(ws),
+    )
     resumed = codeagent(*args, "--out", str(tmp_path / "r.ipynb"))
     assert resumed.returncode == 0, resumed.stderr
     assert (fresh / "fine.txt").read_text() == "ok"

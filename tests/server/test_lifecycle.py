@@ -34,10 +34,17 @@ class ServerProcess:
     """``jupyter server`` as a real subprocess on a given root (so it can be killed)."""
 
     def __init__(
-        self, root: Path, home: Path, model_url: str, codeagent: dict[str, Any] | None = None
+        self,
+        root: Path,
+        home: Path,
+        model_url: str,
+        codeagent: dict[str, Any] | None = None,
+        limits: str = "{'cell_timeout': 300}",
     ) -> None:
         self.root, self.home, self.model_url = root, home, model_url
         self.codeagent = codeagent or {}
+        self.limits = limits
+        """``c.CodeAgent.limits`` as given on the command line (a Python dict literal)."""
         self.port = _free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -83,7 +90,7 @@ class ServerProcess:
             "--allow-root",
             f"--ServerApp.root_dir={self.root}",
             f"--IdentityProvider.token={TOKEN}",
-            "--CodeAgent.limits={'cell_timeout': 300}",  # traits from the command line too
+            f"--CodeAgent.limits={self.limits}",  # traits from the command line too
         ]
         self.log_path = self.home / f"server-{self.port}.log"
         log = self.log_path.open("wb")
