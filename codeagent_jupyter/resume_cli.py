@@ -55,8 +55,8 @@ def add_parser(sub: Any) -> None:
     session.add_argument(
         "--workdir",
         type=Path,
-        help="workspace, restored into (default: the current folder, which must be the one "
-        "the session ran in)",
+        help="workspace to restore the session into (default: the current folder, which must "
+        "be the one the session ran in)",
     )
     session.add_argument(
         "--snapshots-from",

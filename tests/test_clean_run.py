@@ -15,10 +15,11 @@ from tests import clean_run
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_this_run_has_its_own_jupyter_folders() -> None:
-    """What every test sees: the run's folders, never the user's."""
+def test_this_run_has_its_own_jupyter_folders(tmp_path_factory) -> None:
+    """What every test sees: the run's folders, never the user's. The data dir is the
+    session's own temporary one (``tests/conftest.py``: the CLI keeps its signing key there)."""
     root = Path(os.environ[clean_run.ROOT_ENV])
-    assert Path(jupyter_data_dir()) == root / "data"
+    assert Path(jupyter_data_dir()).is_relative_to(tmp_path_factory.getbasetemp())
     assert Path(jupyter_runtime_dir()) == root / "runtime"
     assert Path(os.environ["IPYTHONDIR"]) == root / "ipython"
     home = Path.home()
