@@ -18,6 +18,7 @@ from typing import Any
 from ..config import SandboxLimits
 from ..sandbox import report
 from ..sandbox.demand import ceiling
+from . import lifecycle
 from .delegation import offer_helpers
 from .errors import ApiError
 from .models import ModelRegistry
@@ -139,7 +140,7 @@ class SessionManager:
             "pool": pool,
             "sessions": {
                 "total": len(self.sessions),
-                "open": sum(1 for s in self.sessions.values() if not s.closed),
+                "open": sum(1 for s in self.sessions.values() if lifecycle.is_open(s)),
                 "running": sum(1 for s in self.sessions.values() if s.running),
             },
             "max_sessions_per_user": self.settings.max_sessions_per_user,
@@ -165,7 +166,15 @@ class SessionManager:
         return [s.summary() for s in sorted(mine, key=lambda s: s.created)]
 
     def open_count(self, owner: str) -> int:
-        return sum(1 for s in self.sessions.values() if s.owner == owner and not s.closed)
+        return len(lifecycle.open_sessions(self.sessions.values(), owner))
+
+    def room_for(self, owner: str) -> list[AgentSession]:
+        """The idle sessions to close for one more of ``owner``'s (429 if all are busy)."""
+        cap = self.settings.max_sessions_per_user
+        return lifecycle.room_for(self.sessions.values(), owner, cap)
+
+    async def make_room(self, victims: list[AgentSession]) -> None:
+        await lifecycle.close_all(victims, self.log)
 
     async def create(
         self,
@@ -193,18 +202,16 @@ class SessionManager:
         if self._stopping:
             raise ApiError(503, "the server is shutting down")
         self._ensure_reaper()
-        cap = self.settings.max_sessions_per_user
-        if self.open_count(owner) >= cap:
-            raise ApiError(
-                429, f"too many open sessions ({cap}); delete one (DELETE /sessions/ID) first"
-            )
         check_text(prompt, self.settings.max_prompt_chars, "the prompt")
         check_max_steps(max_steps, self.settings.max_steps)
         chosen_limits = session_limits(self.default_limits, limits)
         chosen = self.models.model_for(model)
         workdir = self.resolver.workdir_for(notebook_path)
         notebook = await self.resolver.read(notebook_path) if notebook_path else None
+        # From here to the registration nothing awaits: the room made is this session's.
+        victims = self.room_for(owner)  # 429 when every open session is busy
         chosen_uploads = self.uploads.take(owner, uploads or [])  # 404 before any sandbox
+        lifecycle.mark(victims)
 
         session_id = uuid.uuid4().hex[:12]
         path = self.sessions_dir / f"{session_id}.ipynb"
@@ -212,6 +219,7 @@ class SessionManager:
             session_id, owner=owner, path=path, notebook_path=notebook_path, model=chosen.name
         )
         self.sessions[session_id] = session  # counts against the cap while the kernel starts
+        await self.make_room(victims)
         try:
             sandbox = await self.supply.get(owner, workdir, chosen_limits)
         except BaseException:
@@ -307,7 +315,7 @@ class SessionManager:
     async def delete(self, session_id: str, caller: Caller) -> AgentSession:
         session = self.get(session_id, caller, change=True)
         session.deleted = True
-        await session.close()
+        await session.close(reason=lifecycle.DELETED)
         return session
 
     # -- housekeeping ---------------------------------------------------------------------
@@ -324,7 +332,7 @@ class SessionManager:
                 for session in list(self.sessions.values()):
                     if session.state == "idle" and now - session.last_activity > idle_timeout:
                         self.log.info("codeagent: closing idle session %s", session.id)
-                        await session.close()
+                        await session.close(reason=lifecycle.IDLE_TIMEOUT)
 
     async def shutdown(self) -> None:
         """Stop every run, shut every sandbox and the pool down (no kernel left behind)."""
@@ -334,7 +342,10 @@ class SessionManager:
             with contextlib.suppress(BaseException):
                 await self._reaper
         live = [s for s in self.sessions.values() if not s.closed]
-        await asyncio.gather(*(s.close(grace_s=5.0) for s in live), return_exceptions=True)
+        await asyncio.gather(
+            *(s.close(grace_s=5.0, reason=lifecycle.SERVER_STOPPED) for s in live),
+            return_exceptions=True,
+        )
         await self.supply.shutdown()
         self.signer.close()
         await self.models.aclose()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import events as ev
+from .lifecycle import SERVER_STOPPED
 from .session import AgentSession
 from .signing import SessionSigner
 
@@ -96,5 +97,9 @@ def load_saved_sessions(
                 log.warning("codeagent: cannot mark %s interrupted: %s", path.name, e)
             session.bus.publish(ev.RunFinished, status=ev.INTERRUPTED, reason=INTERRUPTED_REASON)
         session.closed = True
+        session.closed_reason = SERVER_STOPPED
+        updated = (meta.get("timings") or {}).get("finished")
+        if isinstance(updated, int | float):
+            session.updated = float(updated)
         sessions.append(session)
     return sessions
