@@ -65,29 +65,55 @@ def find_server(
 
     Order: the environment overrides; the server whose pid launched this kernel
     (``JPY_PARENT_PID``, set by jupyter_client); the one server whose root holds the
-    working directory; the only server running.
+    working directory; the only server running. ``find_servers`` lists every candidate.
+    """
+    return find_servers(env, servers)[0]
+
+
+def find_servers(
+    env: Mapping[str, str] | None = None, servers: Iterable[dict[str, Any]] | None = None
+) -> list[ServerInfo]:
+    """Every Jupyter server this kernel may run under, best first (see ``find_server``).
+
+    ``list_running_servers`` reads every ``jpserver-*.json`` of the runtime directory, and
+    extensions write their own files there under that prefix: jupyter_server_mcp (which
+    Jupyter AI 3.2 brings) writes ``jpserver-mcp-<pid>.json`` with the pid of the very server
+    it runs in and the URL of its MCP endpoint. Only files with the fields a Jupyter server
+    writes (``base_url``, ``token``, ``version``) count as servers; several left for the
+    kernel's parent are probed in order by ``AgentClient.discover``.
     """
     env = os.environ if env is None else env
     if env.get(URL_ENV):
-        return ServerInfo(_slash(env[URL_ENV]), env.get(TOKEN_ENV, ""))
+        return [ServerInfo(_slash(env[URL_ENV]), env.get(TOKEN_ENV, ""))]
     if servers is None:
         from jupyter_server.serverapp import list_running_servers
 
         servers = list_running_servers()
-    infos = [s for s in servers if s.get("url")]
+    infos = [s for s in servers if _is_jupyter_server(s)]
     parent = env.get("JPY_PARENT_PID")
-    chosen = next((s for s in infos if parent and str(s.get("pid")) == parent), None)
-    if chosen is None:
+    chosen = [s for s in infos if parent and str(s.get("pid")) == parent]
+    if not chosen:
         cwd = Path.cwd().resolve()
         holding = [s for s in infos if _contains(s.get("root_dir"), cwd)]
         if len(holding) == 1:
-            chosen = holding[0]
+            chosen = holding
         elif len(infos) == 1:
-            chosen = infos[0]
-    if chosen is None:
+            chosen = infos
+    if not chosen:
         raise ServerNotFound(NO_SERVER)
-    token = env.get(TOKEN_ENV) or chosen.get("token", "")
-    return ServerInfo(_slash(chosen["url"]), token, chosen.get("root_dir"))
+    token = env.get(TOKEN_ENV)
+    return [
+        ServerInfo(_slash(s["url"]), token or s.get("token", ""), s.get("root_dir")) for s in chosen
+    ]
+
+
+SERVER_FIELDS = ("url", "base_url", "token", "version")
+"""Fields of a jupyter_server runtime file (``ServerApp.server_info``) that other
+``jpserver-*.json`` writers, such as jupyter_server_mcp, do not write."""
+
+
+def _is_jupyter_server(info: Mapping[str, Any]) -> bool:
+    return all(field in info for field in SERVER_FIELDS) and bool(info.get("url"))
 
 
 def notebook_path(server: ServerInfo, env: Mapping[str, str] | None = None) -> str | None:
@@ -127,8 +153,30 @@ class AgentClient:
         self.timeout = timeout
 
     @classmethod
-    def discover(cls) -> AgentClient:
-        return cls(find_server())
+    def discover(
+        cls,
+        env: Mapping[str, str] | None = None,
+        servers: Iterable[dict[str, Any]] | None = None,
+        *,
+        probe_timeout: float = 3.0,
+    ) -> AgentClient:
+        """A client of the server this kernel runs under. When several runtime files could
+        be it, each is probed (``check``) in order and the first that answers wins; if none
+        does, the first one's error (one line) is raised."""
+        found = find_servers(env, servers)
+        if len(found) == 1:
+            return cls(found[0])
+        first: CodeAgentError | None = None
+        for info in found:
+            client = cls(info)
+            try:
+                client.check(timeout=probe_timeout)
+            except CodeAgentError as e:
+                first = first or e
+                continue
+            return client
+        assert first is not None
+        raise first
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
