@@ -46,12 +46,13 @@ class SessionManager:
         contents_manager: Any,
         log: logging.Logger | None = None,
         state_dir: Path,
+        session_manager: Any = None,
     ) -> None:
         self.settings = settings
         self.root_dir = Path(root_dir)
         self.sessions_dir = settings.sessions_path(self.root_dir)
         self.state_dir = Path(state_dir)
-        self.resolver = NotebookResolver(self.root_dir, contents_manager)
+        self.resolver = NotebookResolver(self.root_dir, contents_manager, session_manager)
         self.log = log or logging.getLogger(__name__)
         self.default_limits: SandboxLimits = settings.sandbox_limits()
         self.sessions: dict[str, AgentSession] = {}
@@ -160,6 +161,14 @@ class SessionManager:
             raise ApiError(403, f"session {session_id} belongs to another user; it is read-only")
         return session
 
+    async def follow_paths(self) -> None:
+        """Bring each open session's ``notebook_path`` up to date with its kernel's Jupyter
+        session (the notebook was renamed or moved since the session started)."""
+        for session in [s for s in self.sessions.values() if s.kernel_id and not s.closed]:
+            path = await self.resolver.path_of_kernel(session.kernel_id)
+            if path:
+                session.notebook_path = path
+
     def list(self, caller: Caller) -> list[dict[str, Any]]:
         read_groups = self.settings.read_groups
         mine = [s for s in self.sessions.values() if caller.may_read(s.owner, read_groups)]
@@ -187,12 +196,17 @@ class SessionManager:
         max_steps: int | None = None,
         namespace: list[dict[str, Any]] | None = None,
         uploads: list[str] | None = None,
+        kernel_id: str | None = None,
+        cells: list[dict[str, Any]] | None = None,
+        cells_complete: bool = False,
     ) -> AgentSession:
         """Start a session and its first run; returns once the run is under way.
 
         ``max_steps`` may only lower the administrator's step budget (400 otherwise).
         ``namespace`` describes the user's kernel variables for the model (no values);
         ``uploads`` are ids from ``POST /uploads``, loaded into the sandbox before step 1.
+        ``kernel_id`` (the user's kernel) names the notebook through jupyter_server's
+        sessions, over ``notebook_path``; ``cells`` are the live notebook's (``livecells``).
         """
         from ..agent import build_agent
         from ..context import build_context
@@ -206,8 +220,9 @@ class SessionManager:
         check_max_steps(max_steps, self.settings.max_steps)
         chosen_limits = session_limits(self.default_limits, limits)
         chosen = self.models.model_for(model)
+        notebook_path = await self.resolver.path_of_kernel(kernel_id) or notebook_path
         workdir = self.resolver.workdir_for(notebook_path)
-        notebook = await self.resolver.read(notebook_path) if notebook_path else None
+        notebook = await self.resolver.notebook(notebook_path, cells, cells_complete)
         # From here to the registration nothing awaits: the room made is this session's.
         victims = self.room_for(owner)  # 429 when every open session is busy
         chosen_uploads = self.uploads.take(owner, uploads or [])  # 404 before any sandbox
@@ -218,6 +233,7 @@ class SessionManager:
         session = AgentSession(
             session_id, owner=owner, path=path, notebook_path=notebook_path, model=chosen.name
         )
+        session.kernel_id = kernel_id
         self.sessions[session_id] = session  # counts against the cap while the kernel starts
         await self.make_room(victims)
         try:
