@@ -23,7 +23,6 @@ IDLE_TIMEOUT = "idle_timeout"
 SESSION_CAP = "session_cap"
 PAUSED = "paused"
 DELETED = "deleted"
-REPLACED = "replaced"
 SERVER_STOPPED = "server_stopped"
 RESTORE_FAILED = "restore_failed"
 CLOSED_REASONS = (
@@ -31,7 +30,6 @@ CLOSED_REASONS = (
     SESSION_CAP,
     PAUSED,
     DELETED,
-    REPLACED,
     SERVER_STOPPED,
     RESTORE_FAILED,
 )

@@ -268,11 +268,16 @@ class AgentClient:
         max_steps: int | None = None,
         namespace: list[dict[str, Any]] | None = None,
         uploads: list[str] | None = None,
+        kernel_id: str | None = None,
+        cells: list[dict[str, Any]] | None = None,
+        cells_complete: bool | None = None,
     ) -> dict[str, Any]:
         """Start a session; returns its summary (``id``, ``state``, …) once it runs.
 
         ``namespace``: descriptions of this kernel's variables (``variables.summarize``, no
-        values); ``uploads``: ids from ``upload`` to load into the sandbox first.
+        values); ``uploads``: ids from ``upload`` to load into the sandbox first;
+        ``kernel_id``: this kernel, whose Jupyter session names the notebook as it is
+        called now; ``cells``: the live notebook's cells (all of them if ``cells_complete``).
         """
         body: dict[str, Any] = {"prompt": prompt}
         optional = {
@@ -282,6 +287,9 @@ class AgentClient:
             "max_steps": max_steps,
             "namespace": namespace or None,
             "uploads": uploads or None,
+            "kernel_id": kernel_id,
+            "cells": cells,
+            "cells_complete": cells_complete,
         }
         body.update({k: v for k, v in optional.items() if v is not None})
         return await self.request("POST", "/sessions", body)
@@ -305,6 +313,10 @@ class AgentClient:
 
     async def cancel(self, session_id: str) -> dict[str, Any]:
         return await self.request("POST", f"/sessions/{_q(session_id)}/cancel")
+
+    async def pause(self, session_id: str) -> dict[str, Any]:
+        """Release the session's sandbox after the step in flight; a message resumes it."""
+        return await self.request("POST", f"/sessions/{_q(session_id)}/pause")
 
     async def approve(self, session_id: str, tool_call_id: str, approve: bool) -> dict[str, Any]:
         path = f"/sessions/{_q(session_id)}/approvals/{_q(tool_call_id)}"
