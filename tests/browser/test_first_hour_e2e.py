@@ -111,6 +111,7 @@ def test_six_agent_runs_in_a_row(
     for i in range(1, 7):
         lab.run_cell(f"run{i}")
         panel = shown(lab).locator(".codeagent-panel").nth(i - 1)
+        panel.scroll_into_view_if_needed()
         panel.locator(status("answered")).wait_for(timeout=90_000)
         ids.append(session_of(panel))
     screenshot(browser_page, "sixth-answered")
