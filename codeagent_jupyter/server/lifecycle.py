@@ -13,8 +13,11 @@ requests arriving together cannot both count the same session as the one to clos
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import Iterable
+from typing import Any
 
 from .errors import ApiError
 from .session import AgentSession
@@ -77,3 +80,19 @@ async def close_all(victims: list[AgentSession], log: logging.Logger) -> None:
             session.owner,
         )
         await session.close(reason=SESSION_CAP)
+
+
+async def reap(manager: Any) -> None:
+    """Housekeeping until the server stops: close sessions idle past ``idle_timeout``
+    (resumable, like a session closed for room) and drop expired warm sandboxes."""
+    idle_timeout, warm_ttl = manager.settings.idle_timeout, manager.settings.warm_ttl
+    interval = max(0.2, min(5.0, warm_ttl / 2, idle_timeout / 2 if idle_timeout > 0 else 5.0))
+    while not manager.stopping:
+        await asyncio.sleep(interval)
+        await manager.supply.expire_warm()
+        now = time.monotonic()
+        if idle_timeout > 0:
+            for session in list(manager.sessions.values()):
+                if session.state == "idle" and now - session.last_activity > idle_timeout:
+                    manager.log.info("codeagent: closing idle session %s", session.id)
+                    await session.close(reason=IDLE_TIMEOUT)

@@ -10,13 +10,11 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
-from ..sandbox import report
 from ..sandbox.demand import ceiling
 from . import lifecycle
 from .delegation import offer_helpers
@@ -26,7 +24,6 @@ from .policy import Caller, check_max_steps, check_text, session_limits
 from .revive import attach_hooks, pause, revive, snapshot_sink
 from .session import AgentSession
 from .signing import SessionSigner, UnsignedNotebook
-from .store import load_saved_sessions
 from .supply import SandboxSupply, shutdown_quietly
 from .uploads import UploadStore
 from .workspace import NotebookResolver
@@ -74,30 +71,15 @@ class SessionManager:
         self._stopping = False
 
     def load_saved(self) -> None:
-        """List the signed sessions under ``sessions_dir`` (cut-off runs: interrupted).
+        """List the signed sessions under ``sessions_dir`` (cut-off runs: interrupted)."""
+        from .store import load_into
 
-        Sessions in the old default folder inside the server root are left where they are
-        and not loaded: sandbox code could have written them. They stay readable notebooks.
-        """
-        self.sessions_dir.mkdir(parents=True, exist_ok=True)
-        if self.sessions_dir.resolve().is_relative_to(self.root_dir.resolve()):
-            self.log.warning(
-                "codeagent: sessions_dir %s is inside the server root, where sandbox code can "
-                "write; only notebooks this server signed are loaded from it",
-                self.sessions_dir,
-            )
-        old = self.root_dir / OLD_SESSIONS_DIR
-        if old != self.sessions_dir and old.is_dir() and any(old.glob("*.ipynb")):
-            self.log.info(
-                "codeagent: sessions in %s (the old default, inside the server root) are "
-                "not loaded; sessions are now kept in %s",
-                old,
-                self.sessions_dir,
-            )
-        for session in load_saved_sessions(
-            self.sessions_dir, self.log, self.signer, self.state_dir
-        ):
-            self.sessions[session.id] = session
+        load_into(self, OLD_SESSIONS_DIR)
+
+    @property
+    def stopping(self) -> bool:
+        """The server is shutting down: nothing new starts."""
+        return self._stopping
 
     async def ensure_pool(self) -> Any:
         """Start the sandbox pool (once) and the housekeeping task."""
@@ -116,37 +98,10 @@ class SessionManager:
         return {"warm": True, "pool": self.supply.status()}
 
     def health(self) -> dict[str, Any]:
-        """Model settings (no secret), what the sandbox really enforces, pool and sessions.
+        """Model settings (no secret), what the sandbox really enforces, pool and sessions."""
+        from .health import report
 
-        ``unconfined`` (also under ``sandbox``) is None until a sandbox has started and
-        reported what it enforces on this machine.
-        """
-        pool = self.supply.status()
-        enforcement = pool.pop("enforcement", None) or self.supply.enforcement
-        known = enforcement is not None
-        sandbox = {
-            "backend": self.supply.backend.describe(),
-            "effective_limits": enforcement.get("limits") if known else None,
-            "limits": self.default_limits.to_dict(),
-            "enforcement": enforcement,
-            "allow_unconfined": self.supply.allow_unconfined,
-            "unconfined": report.is_unconfined(enforcement) if known else None,
-            "gaps": report.gaps(enforcement) if known else None,
-            "warning": report.warning(enforcement) if known else None,
-        }
-        return {
-            "model": self.models.info(),
-            "unconfined": sandbox["unconfined"],
-            "sandbox": sandbox,
-            "pool": pool,
-            "sessions": {
-                "total": len(self.sessions),
-                "open": sum(1 for s in self.sessions.values() if lifecycle.is_open(s)),
-                "running": sum(1 for s in self.sessions.values() if s.running),
-            },
-            "max_sessions_per_user": self.settings.max_sessions_per_user,
-            "approval": dict(self.settings.approval),
-        }
+        return report(self)
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -337,18 +292,7 @@ class SessionManager:
     # -- housekeeping ---------------------------------------------------------------------
 
     async def _reap(self) -> None:
-        """Close sessions idle past ``idle_timeout`` and drop expired warm sandboxes."""
-        idle_timeout, warm_ttl = self.settings.idle_timeout, self.settings.warm_ttl
-        interval = max(0.2, min(5.0, warm_ttl / 2, idle_timeout / 2 if idle_timeout > 0 else 5.0))
-        while not self._stopping:
-            await asyncio.sleep(interval)
-            await self.supply.expire_warm()
-            now = time.monotonic()
-            if idle_timeout > 0:
-                for session in list(self.sessions.values()):
-                    if session.state == "idle" and now - session.last_activity > idle_timeout:
-                        self.log.info("codeagent: closing idle session %s", session.id)
-                        await session.close(reason=lifecycle.IDLE_TIMEOUT)
+        await lifecycle.reap(self)
 
     async def shutdown(self) -> None:
         """Stop every run, shut every sandbox and the pool down (no kernel left behind)."""
