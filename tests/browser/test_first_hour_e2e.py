@@ -137,6 +137,7 @@ def test_rename_then_agent_and_fix(
             new_code_cell(BROKEN, id="broken"),
             new_code_cell("%agent describe prices", id="ask"),
             new_code_cell("%agent fix", id="fix"),
+            new_code_cell("%agent describe prices again", id="again"),
         ],
     )
     lab = LabPage(browser_page, base_url, token)
@@ -163,6 +164,22 @@ def test_rename_then_agent_and_fix(
     saved = {c.id: c for c in lab.read_saved(root).cells}
     assert saved["broken"].source == FIXED
     assert not (root / "Untitled.ipynb").exists()
+
+    # File > Save Notebook As…: JupyterLab opens the copy with a kernel of its own.
+    lab.execute_command("docmanager:save-as")
+    name = browser_page.locator(".jp-Dialog input")
+    name.fill("sales-copy.ipynb")
+    browser_page.locator(".jp-Dialog .jp-mod-accept").click()
+    lab.path = "sales-copy.ipynb"
+    lab._wait("panel !== null && !panel.context.model.dirty")
+    lab.wait_kernel_idle(timeout=60_000)
+    lab.run_cell("load")
+    lab.run_cell("again")
+    again = shown(lab).locator(".codeagent-panel").first
+    again.locator(status("answered")).wait_for(timeout=90_000)
+    assert api(base_url, token, f"sessions/{session_of(again)}")["notebook_path"] == (
+        "sales-copy.ipynb"
+    )
 
 
 def test_fix_on_a_notebook_never_saved(
