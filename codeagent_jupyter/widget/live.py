@@ -14,6 +14,7 @@ An explicit ``--notebook-path`` is the user's word and is sent alone.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,9 @@ MAX_CELLS_JSON = 400_000
 """Live cells sent at most (JSON characters): the server caps a request body near 665 kB.
 Past it outputs are dropped, then the cells (the server reads the saved notebook)."""
 OUTPUT_CHARS = 1_500
+ANSWER_WAIT_S = 2.0
+"""How long Send waits for the labextension to answer at all: a frontend without it (VS
+Code, classic Notebook) may never answer, and the session must not wait for that."""
 
 
 def kernel_id() -> str | None:
@@ -89,7 +93,13 @@ class LiveNotebook:
 
     async def read(self) -> dict[str, Any] | None:
         """The open notebook from the labextension (``{"path", "cells"}``), or None."""
-        return await self.bridge.notebook_cells() if self.bridge is not None else None
+        if self.bridge is None:
+            return None
+        try:
+            there = await asyncio.wait_for(self.bridge.available(), ANSWER_WAIT_S)
+        except asyncio.TimeoutError:
+            return None
+        return await self.bridge.notebook_cells() if there else None
 
     async def fields(self) -> dict[str, Any]:
         fields: dict[str, Any] = {}
