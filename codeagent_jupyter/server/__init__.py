@@ -8,7 +8,9 @@ enables it on ``pip install``. Routes (all behind the server's auth, resource ``
     GET    health                                  model (no key), enforcement, unconfined, pool
     POST   warm                {notebook_path?}    hold a sandbox for my next session
     GET    sessions                                my sessions (also from earlier runs)
-    POST   sessions            {prompt, notebook_path?, model?, limits?, max_steps?}  -> 201
+    POST   sessions            {prompt, notebook_path?, model?, limits?, max_steps?,
+                                namespace?, uploads?, kernel_id?, cells?, cells_complete?}
+                                                   -> 201
     GET    sessions/ID                             state + all events so far
     DELETE sessions/ID                             stop the run, shut the sandbox down
     WS     sessions/ID/events?since=N              events from seq N, then live
@@ -27,8 +29,9 @@ notebooks are kept outside every workspace and signed; only signed ones are load
 Errors are ``{"message": ...}`` with 400 (bad JSON or fields; limits or max_steps that are
 not finite or above the administrator's), 403 (model not allowed; a read-only reader
 changing a session), 404 (unknown id, or someone else's session), 409 (not possible in the
-current state), 413 (prompt longer than ``max_prompt_chars``), 429 (too many open
-sessions), 503 (no model configured, or no sandbox could start).
+current state), 413 (prompt longer than ``max_prompt_chars``), 429 (every one of the
+user's ``max_sessions_per_user`` open sessions is running: an idle one would have been
+closed to make room), 503 (no model configured, or no sandbox could start).
 """
 
 from __future__ import annotations

@@ -49,6 +49,7 @@ class CodeAgentApp(ExtensionApp):
             contents_manager=self.serverapp.contents_manager,
             log=self.log,
             state_dir=state_dir(),
+            session_manager=self.serverapp.session_manager,
         )
         self.manager.models.send_session = hub_gateway
         self.manager.load_saved()

@@ -11,6 +11,7 @@ from typing import Any
 from jsonschema import Draft202012Validator, validators
 
 from .errors import ApiError
+from .livecells import CELLS
 
 # JSON has one number type; a count sent as 3.0 is still refused, as before.
 _Validator = validators.extend(
@@ -66,6 +67,9 @@ START["properties"]["uploads"] = {
     "items": {"type": "string", "pattern": "^[0-9a-f]{1,64}$"},
     "maxItems": 20,
 }
+START["properties"]["kernel_id"] = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}
+START["properties"]["cells"] = CELLS
+START["properties"]["cells_complete"] = {"type": "boolean"}
 MESSAGE = body_schema({"text": "string"}, {})
 APPROVAL = body_schema({"approve": "boolean"}, {"remember": "string"})
 APPROVAL["properties"]["remember"]["enum"] = ["session"]

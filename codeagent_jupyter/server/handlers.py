@@ -98,6 +98,7 @@ class WarmHandler(BaseHandler):
 class SessionsHandler(BaseHandler):
     @authorized
     async def get(self) -> None:
+        await self.manager.follow_paths()
         self.reply(self.manager.list(self.caller))
 
     @authorized
@@ -112,6 +113,9 @@ class SessionsHandler(BaseHandler):
             max_steps=body.get("max_steps"),
             namespace=body.get("namespace"),
             uploads=body.get("uploads"),
+            kernel_id=body.get("kernel_id"),
+            cells=body.get("cells"),
+            cells_complete=body.get("cells_complete", False),
         )
         self.set_header("Location", self.request.path.rstrip("/") + "/" + session.id)
         self.reply(session.summary(), status=201)
@@ -120,7 +124,9 @@ class SessionsHandler(BaseHandler):
 class SessionHandler(BaseHandler):
     @authorized
     async def get(self, session_id: str) -> None:
-        self.reply(self.session(session_id).detail())
+        session = self.session(session_id)
+        await self.manager.follow_paths()
+        self.reply(session.detail())
 
     @authorized
     async def delete(self, session_id: str) -> None:

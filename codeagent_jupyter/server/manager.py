@@ -10,14 +10,13 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
-from ..sandbox import report
 from ..sandbox.demand import ceiling
+from . import lifecycle
 from .delegation import offer_helpers
 from .errors import ApiError
 from .models import ModelRegistry
@@ -26,7 +25,6 @@ from .revive import attach_hooks, pause, revive, snapshot_sink
 from .session import AgentSession
 from .signing import SessionSigner, UnsignedNotebook
 from .snapshot_areas import SnapshotAreas, protected_sessions
-from .store import load_saved_sessions
 from .supply import SandboxSupply, shutdown_quietly
 from .uploads import UploadStore
 from .workspace import NotebookResolver
@@ -46,12 +44,13 @@ class SessionManager:
         contents_manager: Any,
         log: logging.Logger | None = None,
         state_dir: Path,
+        session_manager: Any = None,
     ) -> None:
         self.settings = settings
         self.root_dir = Path(root_dir)
         self.sessions_dir = settings.sessions_path(self.root_dir)
         self.state_dir = Path(state_dir)
-        self.resolver = NotebookResolver(self.root_dir, contents_manager)
+        self.resolver = NotebookResolver(self.root_dir, contents_manager, session_manager)
         self.log = log or logging.getLogger(__name__)
         self.default_limits: SandboxLimits = settings.sandbox_limits()
         self.sessions: dict[str, AgentSession] = {}
@@ -78,30 +77,15 @@ class SessionManager:
         self._stopping = False
 
     def load_saved(self) -> None:
-        """List the signed sessions under ``sessions_dir`` (cut-off runs: interrupted).
+        """List the signed sessions under ``sessions_dir`` (cut-off runs: interrupted)."""
+        from .store import load_into
 
-        Sessions in the old default folder inside the server root are left where they are
-        and not loaded: sandbox code could have written them. They stay readable notebooks.
-        """
-        self.sessions_dir.mkdir(parents=True, exist_ok=True)
-        if self.sessions_dir.resolve().is_relative_to(self.root_dir.resolve()):
-            self.log.warning(
-                "codeagent: sessions_dir %s is inside the server root, where sandbox code can "
-                "write; only notebooks this server signed are loaded from it",
-                self.sessions_dir,
-            )
-        old = self.root_dir / OLD_SESSIONS_DIR
-        if old != self.sessions_dir and old.is_dir() and any(old.glob("*.ipynb")):
-            self.log.info(
-                "codeagent: sessions in %s (the old default, inside the server root) are "
-                "not loaded; sessions are now kept in %s",
-                old,
-                self.sessions_dir,
-            )
-        for session in load_saved_sessions(
-            self.sessions_dir, self.log, self.signer, self.state_dir
-        ):
-            self.sessions[session.id] = session
+        load_into(self, OLD_SESSIONS_DIR)
+
+    @property
+    def stopping(self) -> bool:
+        """The server is shutting down: nothing new starts."""
+        return self._stopping
 
     async def ensure_pool(self) -> Any:
         """Start the sandbox pool (once) and the housekeeping task."""
@@ -121,38 +105,10 @@ class SessionManager:
 
     def health(self, owner: str | None = None) -> dict[str, Any]:
         """Model settings (no secret), what the sandbox really enforces, pool and sessions;
-        with ``owner``, that user's snapshot store (its use, and skipped snapshots and why).
+        with ``owner``, that user's snapshot store (its use, and skipped snapshots and why)."""
+        from .health import report
 
-        ``unconfined`` (also under ``sandbox``) is None until a sandbox has started and
-        reported what it enforces on this machine.
-        """
-        pool = self.supply.status()
-        enforcement = pool.pop("enforcement", None) or self.supply.enforcement
-        known = enforcement is not None
-        sandbox = {
-            "backend": self.supply.backend.describe(),
-            "effective_limits": enforcement.get("limits") if known else None,
-            "limits": self.default_limits.to_dict(),
-            "enforcement": enforcement,
-            "allow_unconfined": self.supply.allow_unconfined,
-            "unconfined": report.is_unconfined(enforcement) if known else None,
-            "gaps": report.gaps(enforcement) if known else None,
-            "warning": report.warning(enforcement) if known else None,
-        }
-        return {
-            "model": self.models.info(),
-            "unconfined": sandbox["unconfined"],
-            "sandbox": sandbox,
-            "pool": pool,
-            "sessions": {
-                "total": len(self.sessions),
-                "open": sum(1 for s in self.sessions.values() if not s.closed),
-                "running": sum(1 for s in self.sessions.values() if s.running),
-            },
-            "max_sessions_per_user": self.settings.max_sessions_per_user,
-            "approval": dict(self.settings.approval),
-            "snapshots": self.snapshots.status(owner),
-        }
+        return report(self, owner)
 
     # -- sessions -------------------------------------------------------------------------
 
@@ -167,13 +123,29 @@ class SessionManager:
             raise ApiError(403, f"session {session_id} belongs to another user; it is read-only")
         return session
 
+    async def follow_paths(self) -> None:
+        """Bring each open session's ``notebook_path`` up to date with its kernel's Jupyter
+        session (the notebook was renamed or moved since the session started)."""
+        for session in [s for s in self.sessions.values() if s.kernel_id and not s.closed]:
+            path = await self.resolver.path_of_kernel(session.kernel_id)
+            if path:
+                session.notebook_path = path
+
     def list(self, caller: Caller) -> list[dict[str, Any]]:
         read_groups = self.settings.read_groups
         mine = [s for s in self.sessions.values() if caller.may_read(s.owner, read_groups)]
         return [s.summary() for s in sorted(mine, key=lambda s: s.created)]
 
     def open_count(self, owner: str) -> int:
-        return sum(1 for s in self.sessions.values() if s.owner == owner and not s.closed)
+        return len(lifecycle.open_sessions(self.sessions.values(), owner))
+
+    def room_for(self, owner: str) -> list[AgentSession]:
+        """The idle sessions to close for one more of ``owner``'s (429 if all are busy)."""
+        cap = self.settings.max_sessions_per_user
+        return lifecycle.room_for(self.sessions.values(), owner, cap)
+
+    async def make_room(self, victims: list[AgentSession]) -> None:
+        await lifecycle.close_all(victims, self.log)
 
     async def create(
         self,
@@ -186,12 +158,17 @@ class SessionManager:
         max_steps: int | None = None,
         namespace: list[dict[str, Any]] | None = None,
         uploads: list[str] | None = None,
+        kernel_id: str | None = None,
+        cells: list[dict[str, Any]] | None = None,
+        cells_complete: bool = False,
     ) -> AgentSession:
         """Start a session and its first run; returns once the run is under way.
 
         ``max_steps`` may only lower the administrator's step budget (400 otherwise).
         ``namespace`` describes the user's kernel variables for the model (no values);
         ``uploads`` are ids from ``POST /uploads``, loaded into the sandbox before step 1.
+        ``kernel_id`` (the user's kernel) names the notebook through jupyter_server's
+        sessions, over ``notebook_path``; ``cells`` are the live notebook's (``livecells``).
         """
         from ..agent import build_agent
         from ..context import build_context
@@ -201,26 +178,27 @@ class SessionManager:
         if self._stopping:
             raise ApiError(503, "the server is shutting down")
         self._ensure_reaper()
-        cap = self.settings.max_sessions_per_user
-        if self.open_count(owner) >= cap:
-            raise ApiError(
-                429, f"too many open sessions ({cap}); delete one (DELETE /sessions/ID) first"
-            )
         check_text(prompt, self.settings.max_prompt_chars, "the prompt")
         check_max_steps(max_steps, self.settings.max_steps)
         chosen_limits = session_limits(self.default_limits, limits)
         chosen = self.models.model_for(model)
+        notebook_path = await self.resolver.path_of_kernel(kernel_id) or notebook_path
         workdir = self.resolver.workdir_for(notebook_path)
-        notebook = await self.resolver.read(notebook_path) if notebook_path else None
+        notebook = await self.resolver.notebook(notebook_path, cells, cells_complete)
+        # From here to the registration nothing awaits: the room made is this session's.
+        victims = self.room_for(owner)  # 429 when every open session is busy
         # 404 (or 413 over the disk budget) before any sandbox
         chosen_uploads = self.uploads.take(owner, uploads or [], chosen_limits.disk_mb)
+        lifecycle.mark(victims)
 
         session_id = uuid.uuid4().hex[:12]
         path = self.sessions_dir / f"{session_id}.ipynb"
         session = AgentSession(
             session_id, owner=owner, path=path, notebook_path=notebook_path, model=chosen.name
         )
+        session.kernel_id = kernel_id
         self.sessions[session_id] = session  # counts against the cap while the kernel starts
+        await self.make_room(victims)
         try:
             sandbox = await self.supply.get(owner, workdir, chosen_limits)
         except BaseException:
@@ -316,25 +294,14 @@ class SessionManager:
     async def delete(self, session_id: str, caller: Caller) -> AgentSession:
         session = self.get(session_id, caller, change=True)
         session.deleted = True
-        await session.close()
+        await session.close(reason=lifecycle.DELETED)
         self.snapshots.release(session.owner, session.id)  # what only it held
         return session
 
     # -- housekeeping ---------------------------------------------------------------------
 
     async def _reap(self) -> None:
-        """Close sessions idle past ``idle_timeout`` and drop expired warm sandboxes."""
-        idle_timeout, warm_ttl = self.settings.idle_timeout, self.settings.warm_ttl
-        interval = max(0.2, min(5.0, warm_ttl / 2, idle_timeout / 2 if idle_timeout > 0 else 5.0))
-        while not self._stopping:
-            await asyncio.sleep(interval)
-            await self.supply.expire_warm()
-            now = time.monotonic()
-            if idle_timeout > 0:
-                for session in list(self.sessions.values()):
-                    if session.state == "idle" and now - session.last_activity > idle_timeout:
-                        self.log.info("codeagent: closing idle session %s", session.id)
-                        await session.close()
+        await lifecycle.reap(self)
 
     async def shutdown(self) -> None:
         """Stop every run, shut every sandbox and the pool down (no kernel left behind)."""
@@ -344,7 +311,10 @@ class SessionManager:
             with contextlib.suppress(BaseException):
                 await self._reaper
         live = [s for s in self.sessions.values() if not s.closed]
-        await asyncio.gather(*(s.close(grace_s=5.0) for s in live), return_exceptions=True)
+        await asyncio.gather(
+            *(s.close(grace_s=5.0, reason=lifecycle.SERVER_STOPPED) for s in live),
+            return_exceptions=True,
+        )
         await self.supply.shutdown()
         self.signer.close()
         await self.models.aclose()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +24,7 @@ from ..resume import ResumePlan, plan
 from ..session_reader import parse_session
 from ..snapshot_sink import SnapshotRecorder
 from ..snapshots import SnapshotStore
+from . import lifecycle
 from .bodies import body_schema
 from .errors import ApiError
 from .policy import check_text
@@ -111,8 +111,6 @@ async def revive(
     if parent.running or (not fork and not parent.closed):
         raise ApiError(409, f"session {parent.id} is not closed; send it a message instead")
     todo = _plan(manager, parent, step)
-    if fork and manager.open_count(parent.owner) >= manager.settings.max_sessions_per_user:
-        raise ApiError(429, "too many open sessions; delete one (DELETE /sessions/ID) first")
     workdir = manager.resolver.workdir_for(parent.notebook_path)  # never the recorded one
     # Today's c.CodeAgent.limits, lowered where the session ran under less (its request's
     # own tightening); a recorded value above today's ceiling is simply not taken.
@@ -121,6 +119,8 @@ async def revive(
         model = manager.models.model_for(parent.model or None)
     except ApiError:
         model = manager.models.model_for(None)
+    victims = manager.room_for(parent.owner)  # 429 only when every open one is busy
+    lifecycle.mark(victims)
     if fork:
         new_id = uuid.uuid4().hex[:12]
         session = AgentSession(
@@ -135,8 +135,10 @@ async def revive(
     else:
         session = parent
         session.closed = False  # counted as open again while it starts
+        session.closed_reason = None
         session.loop = None  # "starting": the idle reaper leaves it alone meanwhile
-        session.last_activity = time.monotonic()
+        session.touch()
+    await manager.make_room(victims)
     try:
         sandbox = await manager.supply.get(parent.owner, workdir, limits)
     except BaseException:
@@ -177,6 +179,7 @@ async def _restore(r: _Revival, prompt: str) -> None:
             why = exc.message if isinstance(exc, ApiError) else f"{type(exc).__name__}: {exc}"
             reason = f"the session could not be restored: {why}"
             session.bus.publish(ev.RunFinished, status=ev.ERROR, reason=reason)
+            session.closed_reason = lifecycle.RESTORE_FAILED
         session.closed = True
         session.bus.close()
         if not isinstance(exc, Exception | asyncio.CancelledError):
@@ -238,6 +241,7 @@ def _undo(manager: Any, session: AgentSession, fork: bool) -> None:
         manager.sessions.pop(session.id, None)
     else:
         session.closed = True
+        session.closed_reason = session.closed_reason or lifecycle.RESTORE_FAILED
 
 
 async def pause(session: AgentSession, *, wait_s: float) -> None:
@@ -263,7 +267,7 @@ async def pause(session: AgentSession, *, wait_s: float) -> None:
         if session.task is not None:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(session.task), wait_s)
-    await session.close()
+    await session.close(reason=lifecycle.PAUSED)
 
 
 def _in_tool_call(session: AgentSession) -> bool:

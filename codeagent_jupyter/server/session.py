@@ -27,6 +27,8 @@ from .errors import ApiError
 log = logging.getLogger(__name__)
 
 STARTING, RUNNING, IDLE, CLOSED = "starting", "running", "idle", "closed"
+TITLE_CHARS = 80
+"""How much of the first request ``summary()["title"]`` shows (its first line)."""
 
 
 class AgentSession:
@@ -61,7 +63,13 @@ class AgentSession:
         self.recorder: Any = None
         self.task: asyncio.Task[Any] | None = None
         self.closed = False
+        self.closed_reason: str | None = None
+        """Why the sandbox was released (``lifecycle.CLOSED_REASONS``); None while open."""
+        self.kernel_id: str | None = None
+        """The user's kernel that started the session: its notebook is looked up by it."""
         self.last_activity = time.monotonic()
+        self.updated = self.created
+        """Wall-clock time of the last event or run start (for a list of sessions)."""
         self._approvals: dict[str, asyncio.Future[bool]] = {}
         self.allowed: set[str] = set()
         """Tools the user allowed for the rest of the session ("allow for this session")."""
@@ -84,6 +92,17 @@ class AgentSession:
 
     def _track(self, event: ev.Event) -> None:
         self.view = reduce(self.view, event)
+        self.updated = time.time()
+
+    def touch(self) -> None:
+        """Activity: the idle reaper and the session cap measure idleness from here."""
+        self.last_activity = time.monotonic()
+        self.updated = time.time()
+
+    @property
+    def busy(self) -> bool:
+        """Running, starting or being rebuilt: its sandbox is never taken away for room."""
+        return not self.closed and (self.state != IDLE or self.restoring is not None)
 
     @property
     def prompt(self) -> str:
@@ -111,15 +130,22 @@ class AgentSession:
         return self.state == RUNNING
 
     def summary(self) -> dict[str, Any]:
+        prompt = self.prompt
+        title = prompt.strip().split("\n", 1)[0]
         return {
             "id": self.id,
             "state": self.state,
             "status": self.status,
             "owner": self.owner,
             "model": self.model,
-            "prompt": self.prompt,
+            "prompt": prompt,
+            "title": title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1] + "…",
             "notebook_path": self.notebook_path,
             "created": self.created,
+            "updated": self.updated,
+            "busy": self.busy,
+            "closed_reason": self.closed_reason,
+            "resumable": self.closed and not self.deleted and self.restoring is None,
             "events": len(self.bus.events),
             "next_seq": self.bus.next_seq,
             "pending_approvals": sorted(self._approvals),
@@ -145,7 +171,7 @@ class AgentSession:
             raise ApiError(409, f"session {self.id} is running; wait for it or cancel it first")
         if self.loop is None:
             raise ApiError(409, f"session {self.id} is still starting")
-        self.last_activity = time.monotonic()
+        self.touch()
         self._asked = self._asked or prompt
         self.task = asyncio.ensure_future(self._run(prompt))
 
@@ -162,7 +188,7 @@ class AgentSession:
             log.exception("session %s: run failed", self.id)
             self._status = ev.ERROR
         finally:
-            self.last_activity = time.monotonic()
+            self.touch()
 
     def cancel(self) -> bool:
         """Interrupt the running cell and stop the run; False when nothing was running."""
@@ -224,11 +250,16 @@ class AgentSession:
 
     # -- end ------------------------------------------------------------------------------
 
-    async def close(self, *, grace_s: float = 10.0) -> None:
-        """Stop the run (if any), shut the sandbox down, end every event stream."""
+    async def close(self, *, grace_s: float = 10.0, reason: str | None = None) -> None:
+        """Stop the run (if any), shut the sandbox down, end every event stream.
+
+        ``closed`` is set before the first ``await``, so the session stops counting as open
+        the moment ``close`` is called (the session cap relies on it).
+        """
         if self.closed:
             return
         self.closed = True
+        self.closed_reason = reason or self.closed_reason
         if self.restoring is not None:  # its cells are being re-run: stop that, and its sandbox
             self.restoring.cancel()
             with contextlib.suppress(BaseException):

@@ -172,7 +172,9 @@ class CodeAgent(Configurable):
     max_sessions_per_user = Int(
         4,
         config=True,
-        help="Open sessions (holding a sandbox) one user may have at once; more get 429.",
+        help="Open sessions (holding a sandbox) one user may have at once. One more closes "
+        "the user's oldest idle session (its sandbox; a message resumes it from its "
+        "snapshots); only when all of them are running is the new one refused (429).",
     )
     stream = Bool(False, config=True, help="Stream model text (text_delta events) as it arrives.")
     max_steps = _agent_trait("max_steps")
@@ -246,7 +248,7 @@ class CodeAgent(Configurable):
             raise ValueError("snapshot_quota_mb must be a positive, finite number of MiB")
         return float(value)
 
-    @validate("max_prompt_chars", "max_steps", "result_chars")
+    @validate("max_prompt_chars", "max_steps", "result_chars", "max_sessions_per_user")
     def _check_positive(self, proposal: dict[str, Any]) -> int:
         if proposal["value"] <= 0:
             raise ValueError(f"{proposal['trait'].name} must be a positive whole number")

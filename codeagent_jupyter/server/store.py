@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import events as ev
+from .lifecycle import SERVER_STOPPED
 from .session import AgentSession
 from .signing import SessionSigner
 
@@ -96,5 +97,36 @@ def load_saved_sessions(
                 log.warning("codeagent: cannot mark %s interrupted: %s", path.name, e)
             session.bus.publish(ev.RunFinished, status=ev.INTERRUPTED, reason=INTERRUPTED_REASON)
         session.closed = True
+        session.closed_reason = SERVER_STOPPED
+        updated = (meta.get("timings") or {}).get("finished")
+        if isinstance(updated, int | float):
+            session.updated = float(updated)
         sessions.append(session)
     return sessions
+
+
+def load_into(manager: Any, old_sessions_dir: str) -> None:
+    """Add the signed sessions under ``manager.sessions_dir`` to ``manager.sessions``.
+
+    Sessions in the old default folder inside the server root (``old_sessions_dir``) are
+    left where they are and not loaded: sandbox code could have written them. They stay
+    readable notebooks.
+    """
+    sessions_dir, root_dir, log = manager.sessions_dir, manager.root_dir, manager.log
+    sessions_dir.mkdir(parents=True, exist_ok=True)
+    if sessions_dir.resolve().is_relative_to(root_dir.resolve()):
+        log.warning(
+            "codeagent: sessions_dir %s is inside the server root, where sandbox code can "
+            "write; only notebooks this server signed are loaded from it",
+            sessions_dir,
+        )
+    old = root_dir / old_sessions_dir
+    if old != sessions_dir and old.is_dir() and any(old.glob("*.ipynb")):
+        log.info(
+            "codeagent: sessions in %s (the old default, inside the server root) are "
+            "not loaded; sessions are now kept in %s",
+            old,
+            sessions_dir,
+        )
+    for session in load_saved_sessions(sessions_dir, log, manager.signer, manager.state_dir):
+        manager.sessions[session.id] = session

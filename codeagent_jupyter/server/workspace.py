@@ -3,6 +3,10 @@
 The workspace is the notebook's folder, checked to stay under the server root. Because a
 sandbox can write that folder, the notebook is read through ``confined.Workspace`` rather
 than by path, keeping Jupyter's own hidden-file rule.
+
+Which notebook that is comes, when the client names its kernel, from jupyter_server's own
+session table: JupyterLab updates it on every rename, move and "Save as", while the
+kernel's ``JPY_SESSION_NAME`` stays what it was when the kernel started.
 """
 
 from __future__ import annotations
@@ -23,9 +27,43 @@ MAX_NOTEBOOK_BYTES = 50_000_000
 class NotebookResolver:
     """Turns a client's ``notebook_path`` (relative to the server root) into a dir and cells."""
 
-    def __init__(self, root_dir: Path, contents_manager: Any) -> None:
+    def __init__(self, root_dir: Path, contents_manager: Any, session_manager: Any = None) -> None:
         self.root_dir = Path(root_dir).resolve()
         self.contents_manager = contents_manager
+        self.session_manager = session_manager
+
+    async def path_of_kernel(self, kernel_id: str | None) -> str | None:
+        """The notebook whose Jupyter session runs ``kernel_id`` now (None when no session
+        of this server runs it: a console, a kernel of another server, no session table)."""
+        if not kernel_id or self.session_manager is None:
+            return None
+        try:
+            model = await self.session_manager.get_session(kernel_id=kernel_id)
+        except Exception:  # jupyter_server answers an unknown kernel with HTTPError(404)
+            return None
+        path = (model or {}).get("path")
+        if (model or {}).get("type", "notebook") != "notebook" or not isinstance(path, str):
+            return None
+        return path if path.endswith(".ipynb") else None
+
+    async def notebook(
+        self, notebook_path: str | None, cells: list[dict[str, Any]] | None, complete: bool
+    ) -> Any:
+        """What the session reads of the user's notebook: the saved file, or the live cells
+        the client sent (``livecells``); None without a notebook."""
+        from .livecells import live_notebook
+
+        if cells is not None and complete:
+            return live_notebook(None, cells, True)
+        if notebook_path is None:
+            return live_notebook(None, cells, False) if cells else None
+        try:
+            saved = await self.read(notebook_path)
+        except ApiError as e:
+            if e.status_code != 404 or not cells:
+                raise
+            saved = None  # not saved yet: the cells the client knows are the notebook
+        return live_notebook(saved, cells, False) if cells else saved
 
     def workdir_for(self, notebook_path: str | None) -> Path:
         """The notebook's folder on disk, or the server root when there is no notebook."""

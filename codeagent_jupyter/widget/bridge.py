@@ -1,4 +1,5 @@
-"""The kernel end of the ``codeagent`` comm: asks JupyterLab to insert cells in the notebook.
+"""The kernel end of the ``codeagent`` comm: asks JupyterLab to insert cells in the notebook
+and to read it as the user sees it (``notebook_cells``: the open document, saved or not).
 
 A widget in the kernel cannot edit the notebook document; the labextension can. The panel
 opens a comm to the target ``codeagent`` (registered by the labextension on every notebook
@@ -115,6 +116,23 @@ class NotebookBridge:
         if reply.get("action") != "running":
             raise BridgeError(str(reply.get("message") or reply))
         return [str(i) for i in reply.get("cell_ids") or []]
+
+    async def notebook_cells(self) -> dict[str, Any] | None:
+        """The open notebook as the user sees it now: ``{"path", "cells"}`` (ids, types,
+        sources, execution counts, outputs as short text), saved or not. None when the
+        labextension cannot say (not there, an older build without ``get_cells``)."""
+        if not await self.available():
+            return None
+        request = self._new_request({"action": "get_cells"})
+        future = self._pending[request["request_id"]]
+        self.comm.send(request)
+        try:
+            reply = await asyncio.wait_for(future, REPLY_TIMEOUT)
+        except asyncio.TimeoutError:
+            return None
+        if reply.get("action") != "cells" or not isinstance(reply.get("cells"), list):
+            return None
+        return {"path": reply.get("path"), "cells": reply["cells"]}
 
     def close(self) -> None:
         if self.comm is not None and not self._closed:

@@ -1,9 +1,7 @@
 """A client of the codeagent server extension, for code running in a user's kernel.
 
-The agent runs in the Jupyter server, so the kernel needs only the server's URL and token:
-it finds the server it was started by in the runtime files ``list_running_servers()`` reads
-(matched by the kernel's parent process id), or takes ``CODEAGENT_SERVER_URL`` and
-``CODEAGENT_SERVER_TOKEN``. The model's API key stays in the server.
+The agent runs in the Jupyter server, so the kernel needs only the server's URL and token
+(``discovery``). The model's API key stays in the server.
 
 REST calls use tornado's async HTTP client and events a tornado WebSocket, both on the
 kernel's own asyncio loop, so a cell returns at once and the panel updates while the user
@@ -15,12 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -29,16 +24,29 @@ from tornado.websocket import WebSocketClosedError, websocket_connect
 
 from ..errors import CodeAgentError
 from ..events import Event
-
-NO_SERVER = (
-    "codeagent: no Jupyter server with the codeagent extension found; start JupyterLab with "
-    "codeagent-jupyter installed, or set CODEAGENT_SERVER_URL/CODEAGENT_SERVER_TOKEN"
+from .discovery import (
+    NO_SERVER,
+    TOKEN_ENV,
+    URL_ENV,
+    ServerInfo,
+    ServerNotFound,
+    find_server,
+    find_servers,
+    notebook_path,
 )
-URL_ENV, TOKEN_ENV = "CODEAGENT_SERVER_URL", "CODEAGENT_SERVER_TOKEN"
 
-
-class ServerNotFound(CodeAgentError):
-    """No Jupyter server with the extension can be reached from this kernel."""
+__all__ = [
+    "NO_SERVER",
+    "TOKEN_ENV",
+    "URL_ENV",
+    "AgentClient",
+    "ClientError",
+    "ServerInfo",
+    "ServerNotFound",
+    "find_server",
+    "find_servers",
+    "notebook_path",
+]
 
 
 class ClientError(CodeAgentError):
@@ -47,75 +55,6 @@ class ClientError(CodeAgentError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
-
-
-@dataclass(frozen=True)
-class ServerInfo:
-    """Where the server is: ``url`` ends with ``/`` and includes the server's base_url."""
-
-    url: str
-    token: str = ""
-    root_dir: str | None = None
-
-
-def find_server(
-    env: Mapping[str, str] | None = None, servers: Iterable[dict[str, Any]] | None = None
-) -> ServerInfo:
-    """The server this kernel runs under; ``ServerNotFound`` (one line, with the fix) if none.
-
-    Order: the environment overrides; the server whose pid launched this kernel
-    (``JPY_PARENT_PID``, set by jupyter_client); the one server whose root holds the
-    working directory; the only server running.
-    """
-    env = os.environ if env is None else env
-    if env.get(URL_ENV):
-        return ServerInfo(_slash(env[URL_ENV]), env.get(TOKEN_ENV, ""))
-    if servers is None:
-        from jupyter_server.serverapp import list_running_servers
-
-        servers = list_running_servers()
-    infos = [s for s in servers if s.get("url")]
-    parent = env.get("JPY_PARENT_PID")
-    chosen = next((s for s in infos if parent and str(s.get("pid")) == parent), None)
-    if chosen is None:
-        cwd = Path.cwd().resolve()
-        holding = [s for s in infos if _contains(s.get("root_dir"), cwd)]
-        if len(holding) == 1:
-            chosen = holding[0]
-        elif len(infos) == 1:
-            chosen = infos[0]
-    if chosen is None:
-        raise ServerNotFound(NO_SERVER)
-    token = env.get(TOKEN_ENV) or chosen.get("token", "")
-    return ServerInfo(_slash(chosen["url"]), token, chosen.get("root_dir"))
-
-
-def notebook_path(server: ServerInfo, env: Mapping[str, str] | None = None) -> str | None:
-    """This kernel's notebook, relative to the server root (from ``JPY_SESSION_NAME``)."""
-    env = os.environ if env is None else env
-    name = env.get("JPY_SESSION_NAME")
-    if not name:
-        return None
-    path = Path(name)
-    if not path.is_absolute():
-        return path.as_posix()
-    if server.root_dir and _contains(server.root_dir, path):
-        return path.relative_to(Path(server.root_dir).resolve()).as_posix()
-    return None
-
-
-def _contains(root: str | None, path: Path) -> bool:
-    if not root:
-        return False
-    try:
-        path.resolve().relative_to(Path(root).resolve())
-    except ValueError:
-        return False
-    return True
-
-
-def _slash(url: str) -> str:
-    return url if url.endswith("/") else url + "/"
 
 
 class AgentClient:
@@ -127,8 +66,30 @@ class AgentClient:
         self.timeout = timeout
 
     @classmethod
-    def discover(cls) -> AgentClient:
-        return cls(find_server())
+    def discover(
+        cls,
+        env: Mapping[str, str] | None = None,
+        servers: Iterable[dict[str, Any]] | None = None,
+        *,
+        probe_timeout: float = 3.0,
+    ) -> AgentClient:
+        """A client of the server this kernel runs under. When several runtime files could
+        be it, each is probed (``check``) in order and the first that answers wins; if none
+        does, the first one's error (one line) is raised."""
+        found = find_servers(env, servers)
+        if len(found) == 1:
+            return cls(found[0])
+        first: CodeAgentError | None = None
+        for info in found:
+            client = cls(info)
+            try:
+                client.check(timeout=probe_timeout)
+            except CodeAgentError as e:
+                first = first or e
+                continue
+            return client
+        assert first is not None
+        raise first
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -220,11 +181,16 @@ class AgentClient:
         max_steps: int | None = None,
         namespace: list[dict[str, Any]] | None = None,
         uploads: list[str] | None = None,
+        kernel_id: str | None = None,
+        cells: list[dict[str, Any]] | None = None,
+        cells_complete: bool | None = None,
     ) -> dict[str, Any]:
         """Start a session; returns its summary (``id``, ``state``, …) once it runs.
 
         ``namespace``: descriptions of this kernel's variables (``variables.summarize``, no
-        values); ``uploads``: ids from ``upload`` to load into the sandbox first.
+        values); ``uploads``: ids from ``upload`` to load into the sandbox first;
+        ``kernel_id``: this kernel, whose Jupyter session names the notebook as it is
+        called now; ``cells``: the live notebook's cells (all of them if ``cells_complete``).
         """
         body: dict[str, Any] = {"prompt": prompt}
         optional = {
@@ -234,6 +200,9 @@ class AgentClient:
             "max_steps": max_steps,
             "namespace": namespace or None,
             "uploads": uploads or None,
+            "kernel_id": kernel_id,
+            "cells": cells,
+            "cells_complete": cells_complete,
         }
         body.update({k: v for k, v in optional.items() if v is not None})
         return await self.request("POST", "/sessions", body)
@@ -257,6 +226,10 @@ class AgentClient:
 
     async def cancel(self, session_id: str) -> dict[str, Any]:
         return await self.request("POST", f"/sessions/{_q(session_id)}/cancel")
+
+    async def pause(self, session_id: str) -> dict[str, Any]:
+        """Release the session's sandbox after the step in flight; a message resumes it."""
+        return await self.request("POST", f"/sessions/{_q(session_id)}/pause")
 
     async def approve(
         self, session_id: str, tool_call_id: str, approve: bool, remember: str = ""

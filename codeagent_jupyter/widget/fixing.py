@@ -12,12 +12,15 @@ from __future__ import annotations
 import ast
 import os
 import traceback
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 from ..textbounds import head_tail, strip_ansi
 
 MAX_TRACEBACK = 4_000
+REMEMBERED = 50
+"""Failed cells remembered by cell id (for ``%agent --cell ID fix``, the error button)."""
 
 
 @dataclass(frozen=True)
@@ -28,20 +31,44 @@ class FailedCell:
 
 
 class FailureWatcher:
-    """Remembers the last cell that raised in this kernel."""
+    """Remembers the last cell that raised in this kernel, and the last failure of each
+    notebook cell (a cell that ran cleanly since is forgotten)."""
 
     def __init__(self) -> None:
         self.last: FailedCell | None = None
+        self.by_cell: OrderedDict[str, FailedCell] = OrderedDict()
+
+    def failed(self, cell_id: str | None) -> FailedCell | None:
+        """The failure of ``cell_id`` (the last failure of any cell when None)."""
+        return self.last if cell_id is None else self.by_cell.get(cell_id)
 
     def post_run_cell(self, result: Any) -> None:
         error = result.error_in_exec or result.error_before_exec
-        if error is None:
-            return
         info = result.info
+        cell_id = getattr(info, "cell_id", None)
+        if error is None:
+            if cell_id:
+                self.by_cell.pop(cell_id, None)
+            return
         source = getattr(info, "raw_cell", "") or ""
         if source.lstrip().startswith("%agent"):
             return  # a failing %agent is not the user's code
-        self.last = FailedCell(source, getattr(info, "cell_id", None), traceback_text(error))
+        self.last = FailedCell(source, cell_id, traceback_text(error))
+        if cell_id:
+            self.by_cell[cell_id] = self.last
+            self.by_cell.move_to_end(cell_id)
+            while len(self.by_cell) > REMEMBERED:
+                self.by_cell.popitem(last=False)
+
+
+def failed_from_notebook(cell: dict[str, Any]) -> FailedCell | None:
+    """A failed cell as the open notebook shows it (``get_cells``): its source and its error
+    output, for a cell this kernel did not see fail (before ``%load_ext``, another kernel)."""
+    errors = [o for o in cell.get("outputs") or [] if o.get("output_type") == "error"]
+    if not errors or not isinstance(cell.get("source"), str):
+        return None
+    text = "\n".join(strip_ansi(str(o.get("text") or "")) for o in errors)
+    return FailedCell(cell["source"], str(cell.get("id") or "") or None, text)
 
 
 def traceback_text(error: BaseException) -> str:

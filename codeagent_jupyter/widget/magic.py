@@ -7,6 +7,7 @@
     %agent --with df,model fit a better model   (copy df and model into the sandbox)
     %agent accept 3 | %agent accept all   (without the JupyterLab extension)
     %agent fix | %agent --with df fix     (propose an edit of the last failed cell)
+    %agent --cell 4f2a… fix               (that cell: the error outputs' "Fix" button)
     %%agent --max-steps 20
     <a long request over several lines>
 
@@ -18,6 +19,7 @@ config file) makes the side panel the default; ``--inline`` then keeps one in it
 from __future__ import annotations
 
 import argparse
+import asyncio
 import shlex
 import sys
 from typing import Any
@@ -31,15 +33,17 @@ from .actions import Inserter, edit_note
 from .bridge import NotebookBridge
 from .client import AgentClient, CodeAgentError, notebook_path
 from .display import Placement, sidecar_class
-from .fixing import FailureWatcher, fix_request, names_used
+from .fixing import FailedCell, FailureWatcher, failed_from_notebook, fix_request, names_used
+from .interrupt import InterruptWatcher
+from .live import LiveNotebook
 from .panel import AgentPanel
 from .transfer import Payload, serialize
 
 USAGE = (
     "usage: %agent [--model NAME] [--max-steps N] [--notebook-path PATH] [--attach ID] "
-    "[--with NAME,NAME] [--side | --inline] REQUEST"
+    "[--with NAME,NAME] [--cell ID] [--side | --inline] REQUEST"
 )
-OPTIONS = ("--model", "--max-steps", "--attach", "--notebook-path", "--with")
+OPTIONS = ("--model", "--max-steps", "--attach", "--notebook-path", "--with", "--cell")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,6 +61,7 @@ def _parser() -> _Parser:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--side", action="store_true", default=None)
     where.add_argument("--inline", dest="side", action="store_false")
+    p.add_argument("--cell")
     return p
 
 
@@ -94,6 +99,8 @@ class AgentMagics(Magics):
         self.watcher = FailureWatcher()
         self.counts: dict[str, int] = {}
         """Notebook cell id -> its last execution count here (what JupyterLab shows)."""
+        self.interrupts = InterruptWatcher(self.stop_runs)
+        self._tasks: set[asyncio.Future[Any]] = set()
         if shell is not None:
             shell.events.register("post_run_cell", self.watcher.post_run_cell)
             shell.events.register("post_run_cell", self.count)
@@ -120,17 +127,34 @@ class AgentMagics(Magics):
             return
         if args.attach and request:
             raise UsageError("%agent: --attach takes no request; send follow-ups from the panel")
+        if args.cell and request != "fix":
+            raise UsageError("%agent: --cell goes with fix: %agent --cell ID fix")
         payloads = self.serialize(args.with_names) if args.with_names else []
+        brought = [p.name for p in payloads]
+        failed = None
         if request == "fix":
-            request = self.fix_request([p.name for p in payloads])
-        panel = self.open_panel(args.model, args.max_steps, args.notebook_path, side=args.side)
+            failed = self.watcher.failed(args.cell)
+            if failed is None and args.cell is None:
+                raise UsageError("%agent fix: no cell has failed since %load_ext codeagent_jupyter")
+            request = self.fix_request(failed, brought) if failed is not None else ""
+        panel = self.open_panel(
+            args.model,
+            args.max_steps,
+            args.notebook_path,
+            failed=failed,
+            attach=args.attach,
+            side=args.side,
+        )
         if panel is None:
             return
         panel.payloads = payloads
+        self.interrupts.install(getattr(self.shell, "kernel", None))
         if args.attach:
             panel.attach(args.attach)
         elif request:
             panel.run("send", panel.start(request))
+        elif args.cell:  # a cell this kernel did not see fail: read it from the notebook
+            panel.run("send", self._fix_from_notebook(panel, args.cell, brought))
 
     def open_panel(
         self,
@@ -138,11 +162,18 @@ class AgentMagics(Magics):
         max_steps: int | None = None,
         path: str | None = None,
         *,
+        failed: FailedCell | None = None,
+        attach: str | None = None,
         side: bool | None = None,
     ) -> AgentPanel | None:
         """Display a new panel (inline, or ``side`` in JupyterLab's right sidebar; None:
         ``AgentMagics.side`` decides); None (after a one-line message) if no server is
-        reachable."""
+        reachable.
+
+        A panel already in the cell (the cell was run again) is closed, and so is its
+        session (paused: its sandbox is released, a message resumes it from the session
+        list), unless the cell re-attaches to that same session.
+        """
         side = self.side if side is None else side
         try:
             client = AgentClient.discover()
@@ -152,14 +183,14 @@ class AgentMagics(Magics):
             return None
         cell_id = _current_cell_id(self.shell)
         for old in [p for p in self.panels if cell_id and p.anchor_cell_id == cell_id]:
-            old.close()  # the cell was run again: its old panel is gone from the page
-            self.panels.remove(old)
+            self._replace(old, keep=attach)
+        bridge = NotebookBridge()
         panel = AgentPanel(
             client,
             notebook_path=path or notebook_path(client.server),
             model=model,
             max_steps=max_steps,
-            inserter=Inserter(NotebookBridge(), cell_id),
+            inserter=Inserter(bridge, cell_id),
         )
         panel.namespace_of = self.namespace
         panel.serialize_of = self.serialize
@@ -169,6 +200,8 @@ class AgentMagics(Magics):
             print("codeagent: --side needs the sidecar package (pip install sidecar)")
             side = False
         panel.placement = Placement(panel, side=side)
+        live = LiveNotebook(bridge, explicit_path=path is not None, failed=failed)
+        panel.start_fields = live.fields
         self.panels.append(panel)
         panel.placement.show()
         if side:
@@ -192,11 +225,29 @@ class AgentMagics(Magics):
         if resume:
             panel.say("Closed session: send a message to resume it from its last step.")
 
-    def fix_request(self, brought: list[str]) -> str:
-        """The request of ``%agent fix``: the last failed cell, source and traceback."""
-        failed = self.watcher.last
-        if failed is None:
-            raise UsageError("%agent fix: no cell has failed since %load_ext codeagent_jupyter")
+    def _replace(self, old: AgentPanel, keep: str | None) -> None:
+        """The cell was run again: its old panel is gone from the page, and its session
+        stops holding a sandbox (a re-run means a new request, or an edited one)."""
+        old.close()
+        self.panels.remove(old)
+        if old.client is None or old.session_id is None or old.session_id == keep:
+            return
+        self._background(_release(old.client, old.session_id, old.state.running))
+
+    def stop_runs(self) -> None:
+        """The kernel was interrupted between cells (■): Stop every run still going."""
+        for panel in self.panels:
+            if panel.client is not None and panel.session_id and panel.state.running:
+                panel.say("stopping… (kernel interrupted)", transient=True)
+                panel.run("stop", panel.client.cancel(panel.session_id))
+
+    def _background(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def fix_request(self, failed: FailedCell, brought: list[str]) -> str:
+        """The request of ``%agent fix``: the failed cell, source and traceback."""
         suggest = [n for n in names_used(failed.source, self.shell.user_ns) if n not in brought]
         if suggest and not brought:
             print(
@@ -204,6 +255,23 @@ class AgentMagics(Magics):
                 f"%agent --with {','.join(suggest)} fix"
             )
         return fix_request(failed, brought, suggest)
+
+    async def _fix_from_notebook(self, panel: AgentPanel, cell_id: str, brought: list[str]) -> None:
+        """``%agent --cell ID fix`` for a failure this kernel did not see (it happened before
+        ``%load_ext``, or in an earlier kernel): the source and error output come from the
+        open notebook, through the labextension."""
+        bridge = panel.inserter.bridge if panel.inserter is not None else None
+        live = await bridge.notebook_cells() if bridge is not None else None
+        cell = next((c for c in (live or {}).get("cells", []) if c.get("id") == cell_id), None)
+        failed = failed_from_notebook(cell) if cell is not None else None
+        if failed is None:
+            where = "no such cell in the notebook" if live and cell is None else "no error output"
+            if live is None:
+                where = "the notebook cannot be read without the JupyterLab extension"
+            panel.say(f"%agent fix: cell {cell_id}: {where}; run the cell again, then fix it")
+            return
+        suggest = [n for n in names_used(failed.source, self.shell.user_ns) if n not in brought]
+        await panel.start(fix_request(failed, brought, suggest))
 
     def namespace(self) -> list[dict[str, Any]]:
         """This kernel's user variables described (types and shapes, never values)."""
@@ -248,6 +316,17 @@ class AgentMagics(Magics):
             panel.run("accept", _record(panel, undecided))
         numbers = ", ".join(str(c.number) for c in cells)
         panel.say(f"Cell(s) {numbers} put in a new cell below by %agent accept.")
+
+
+async def _release(client: AgentClient, session_id: str, running: bool) -> None:
+    """Stop (if running) and pause a replaced panel's session; failures are not the user's
+    concern here (the session may be gone already)."""
+    try:
+        if running:
+            await client.cancel(session_id)
+        await client.pause(session_id)
+    except CodeAgentError:
+        pass
 
 
 async def _record(panel: AgentPanel, tool_call_ids: list[str]) -> None:

@@ -72,6 +72,9 @@ class AgentPanel:
         """The ``--with`` variables copied into the sandbox (named in accepted cells)."""
         self.placement: Any = None
         """Where the panel is shown (``display.Placement``); keeps the saved summary."""
+        self.start_fields: Callable[[], Awaitable[dict[str, Any]]] | None = None
+        """More fields of the start request, read at Send time (``live.LiveNotebook``: the
+        kernel id and the live cells, so the server works on the notebook as it is now)."""
         self.session_id: str | None = None
         self.state = SessionState()
         self._views: dict[str, ItemView] = {}
@@ -207,13 +210,15 @@ class AgentPanel:
             await asyncio.wait({self._warming}, timeout=WARM_WAIT_S)
         try:
             uploads = await upload_all(self.client, self.payloads, self.say)
+            fields = {"notebook_path": self.notebook_path}
+            fields |= await self.start_fields() if self.start_fields else {}
             summary = await self.client.start(
                 prompt,
-                notebook_path=self.notebook_path,
                 model=self.model,
                 max_steps=self.max_steps,
                 namespace=self.namespace_of() if self.namespace_of else None,
                 uploads=uploads,
+                **fields,
             )
             self.brought = [p.name for p in self.payloads]
             self.payloads = []

@@ -13,6 +13,7 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 import { YCodeCell } from '@jupyter/ydoc';
 import { JSONObject, PartialJSONValue } from '@lumino/coreutils';
 
+import { liveCells } from './livecells';
 import {
   COMM_TARGET,
   IInsertCellsRequest,
@@ -98,6 +99,9 @@ function respond(panel: NotebookPanel, data: unknown, originCellId: string | nul
     }
     if (request.action === 'replace_cell') {
       return { action: 'replaced', cell_ids: [replaceCell(panel, request)], ...echo };
+    }
+    if (request.action === 'get_cells') {
+      return { action: 'cells', path: panel.context.path, cells: liveCells(panel), ...echo };
     }
     const cellIds = insertCells(panel, request, originCellId);
     return { action: 'inserted', count: cellIds.length, cell_ids: cellIds, ...echo };

@@ -2,14 +2,17 @@
  * codeagent-jupyter for JupyterLab: what the kernel-side panel cannot do itself.
  *
  * - every notebook's kernel gets a "codeagent" comm target, through which the
- *   panel inserts accepted cells into the live notebook (see bridge.ts);
- * - the command "Code Agent: new panel" inserts a `%agent` cell to start from.
+ *   panel inserts accepted cells into the live notebook and reads the open
+ *   document (see bridge.ts);
+ * - the command "Code Agent: new panel" inserts a `%agent` cell to start from;
+ * - error outputs get a "Fix with codeagent" button (see fixbutton.ts).
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 
 import { connectNotebook } from './bridge';
+import { watchErrors } from './fixbutton';
 
 export { VERSION, COMM_TARGET } from './protocol';
 
@@ -71,6 +74,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
   ): void => {
     tracker.forEach(connectNotebook);
     tracker.widgetAdded.connect((_, panel) => connectNotebook(panel));
+    tracker.forEach(watchErrors);
+    tracker.widgetAdded.connect((_, panel) => watchErrors(panel));
 
     app.commands.addCommand(CommandIDs.newPanel, {
       label: 'Code Agent: new panel',

@@ -49,7 +49,13 @@ export interface IReplaceCellRequest {
   request_id?: string;
 }
 
-export type Request = IInsertCellsRequest | IPingRequest | IReplaceCellRequest;
+/** Read the open notebook as the user sees it now (saved or not): path and cells. */
+export interface IGetCellsRequest {
+  action: 'get_cells';
+  request_id?: string;
+}
+
+export type Request = IInsertCellsRequest | IPingRequest | IReplaceCellRequest | IGetCellsRequest;
 
 /** Raised for a message that cannot be acted on; its text is sent back verbatim. */
 export class ProtocolError extends Error {}
@@ -94,6 +100,8 @@ export function parseRequest(data: unknown): Request {
   switch (data.action) {
     case 'ping':
       return { action: 'ping', ...base };
+    case 'get_cells':
+      return { action: 'get_cells', ...base };
     case 'insert_cells': {
       if (!Array.isArray(data.cells) || data.cells.length === 0) {
         throw new ProtocolError('insert_cells needs a non-empty list "cells"');
@@ -133,7 +141,7 @@ export function parseRequest(data: unknown): Request {
     default:
       throw new ProtocolError(
         `unknown action ${JSON.stringify(data.action)}; expected "insert_cells", ` +
-          '"replace_cell" or "ping"'
+          '"replace_cell", "get_cells" or "ping"'
       );
   }
 }

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,10 @@ from codeagent_jupyter.widget.client import (
 
 def runtime_info(pid: int, port: int, root: str, token: str = "t") -> dict:
     """The fields of a ``jpserver-<pid>.json`` runtime file that discovery reads."""
-    return {"pid": pid, "url": f"http://127.0.0.1:{port}/", "token": token, "root_dir": root}
+    url = f"http://127.0.0.1:{port}/"
+    return {"pid": pid, "url": url, "token": token, "root_dir": root, "base_url": "/"} | {
+        "version": "2.21.1"
+    }
 
 
 def test_find_server_matches_the_kernels_parent(tmp_path: Path) -> None:
@@ -75,3 +80,95 @@ async def _token_is_required_and_checked(server_info: ServerInfo) -> None:
     with pytest.raises(ServerNotFound) as unreachable:
         await asyncio.to_thread(gone.check, 2.0)
     assert "cannot reach" in str(unreachable.value) and "\n" not in str(unreachable.value)
+
+
+def mcp_runtime_info(pid: int, port: int, root: str) -> dict[str, Any]:
+    """What jupyter_server_mcp (brought by Jupyter AI 3.2) writes to jpserver-mcp-<pid>.json:
+    the same pid as the Jupyter server it runs in, the URL of its own MCP endpoint."""
+    return {
+        "pid": pid,
+        "host": "localhost",
+        "port": port,
+        "url": f"http://localhost:{port}/mcp",
+        "name": "Jupyter MCP Server",
+        "root_dir": root,
+    }
+
+
+class NotFoundServer:
+    """A loopback HTTP server answering 404 to everything, as an MCP endpoint does to
+    ``/codeagent/api/…``."""
+
+    def __enter__(self) -> int:
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_error(404)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return int(self.httpd.server_address[1])
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def write_runtime_files(runtime: Path, jupyter: dict[str, Any], mcp: dict[str, Any]) -> None:
+    """Both files as their writers name them; jupyter_server_mcp's own writer when present."""
+    runtime.mkdir(parents=True, exist_ok=True)
+    (runtime / f"jpserver-{jupyter['pid']}.json").write_text(json.dumps(jupyter))
+    try:
+        from jupyter_server_mcp.runtime import info_file_path, write_info_file
+    except ImportError:
+        (runtime / f"jpserver-mcp-{mcp['pid']}.json").write_text(json.dumps(mcp))
+    else:
+        write_info_file(info_file_path(runtime, mcp["pid"]), mcp)
+
+
+def test_discovery_skips_the_mcp_runtime_file_of_jupyter_ai(
+    run: Any, tmp_path: Path, jp_serverapp: Any, server_info: ServerInfo
+) -> None:
+    """Jupyter AI's MCP server writes ``jpserver-mcp-<pid>.json`` (same pid) into the runtime
+    directory that ``list_running_servers`` reads; the kernel must still find the Jupyter
+    server, whichever of the two files is listed first."""
+    from jupyter_server.serverapp import list_running_servers
+
+    pid = os.getpid()  # the test server runs in this process, like jupyter_server_mcp
+    jupyter = {**jp_serverapp.server_info(), "pid": pid, "url": server_info.url}
+    with NotFoundServer() as mcp_port:
+        mcp = mcp_runtime_info(pid, mcp_port, server_info.root_dir or "")
+        write_runtime_files(tmp_path / "runtime", jupyter, mcp)
+        listed = list(list_running_servers(str(tmp_path / "runtime")))
+        assert len(listed) == 2  # jupyter_server lists the MCP file as a server too
+        env = {"JPY_PARENT_PID": str(pid)}
+        for order in (listed, listed[::-1]):
+            assert find_server(env, order).url == server_info.url
+            client = run(asyncio.to_thread(AgentClient.discover, env, order))
+            assert client.server.url == server_info.url
+            assert run(asyncio.to_thread(client.check)) == []
+        # An MCP file alone is no Jupyter server: one line saying so, not a 404 later.
+        with pytest.raises(ServerNotFound):
+            find_server(env, [mcp])
+
+
+def test_discovery_probes_servers_that_share_the_kernels_parent(
+    run: Any, server_info: ServerInfo
+) -> None:
+    """Two server-like runtime files of the kernel's parent: the one that answers wins."""
+    pid = os.getpid()
+    with NotFoundServer() as other_port:
+        wrong = runtime_info(pid, other_port, "/x")
+        right = runtime_info(pid, 0, server_info.root_dir or "", server_info.token)
+        right["url"] = server_info.url
+        env = {"JPY_PARENT_PID": str(pid)}
+        found = run(asyncio.to_thread(AgentClient.discover, env, [wrong, right]))
+        assert found.server.url == server_info.url
+        with pytest.raises(ServerNotFound) as err:
+            run(asyncio.to_thread(AgentClient.discover, env, [wrong, wrong]))
+        assert "\n" not in str(err.value)

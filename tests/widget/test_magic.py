@@ -26,8 +26,10 @@ PANELS = "get_ipython().magics_manager.registry['AgentMagics'].panels"
 
 
 class Kernel:
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, manager: Any = None) -> None:
         self.kc = client
+        self.km = manager
+        """The kernel's manager (``interrupt_kernel`` is what JupyterLab's ■ calls)."""
 
     async def run(self, code: str, timeout: float = 60) -> tuple[dict[str, Any], list[dict]]:
         """Execute ``code``; the execute_reply content and the iopub messages of the cell."""
@@ -75,7 +77,7 @@ def user_kernel(run: Any, server_info: ServerInfo) -> Iterator[Kernel]:
     client.start_channels()
     try:
         run(client.wait_for_ready(timeout=60))
-        yield Kernel(client)
+        yield Kernel(client, manager)
     finally:
         client.stop_channels()
         run(manager.shutdown_kernel(now=True))
