@@ -37,7 +37,7 @@ from bench.tasks._report import summary, table, wilson
 from bench.tasks._runner import Outcome, prepare, run_agent, run_one_shot
 from codeagent_jupyter.config import SandboxLimits
 from codeagent_jupyter.errors import CodeAgentError, ConfigError
-from codeagent_jupyter.session_reader import load_session
+from codeagent_jupyter.record.reader import load_session
 
 __all__ = ["main", "summary", "table", "wilson"]
 

@@ -29,10 +29,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from codeagent_jupyter import events as ev
-from codeagent_jupyter.agent import build_agent
 from codeagent_jupyter.config import AgentConfig, SandboxLimits
+from codeagent_jupyter.core.assembly import build_agent
 from codeagent_jupyter.models.openai_chat import OpenAIChatModel
-from codeagent_jupyter.recorder import NotebookRecorder
+from codeagent_jupyter.record.recorder import NotebookRecorder
 from codeagent_jupyter.sandbox import Sandbox
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
 

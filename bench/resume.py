@@ -30,17 +30,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codeagent_jupyter.agent import build_agent
 from codeagent_jupyter.config import AgentConfig
+from codeagent_jupyter.core.assembly import build_agent
 from codeagent_jupyter.models.replay import ReplayModel
-from codeagent_jupyter.notary import Notary
-from codeagent_jupyter.recorder import NotebookRecorder
-from codeagent_jupyter.restore import rebuild
-from codeagent_jupyter.resume import plan
+from codeagent_jupyter.record.notary import Notary
+from codeagent_jupyter.record.reader import parse_session
+from codeagent_jupyter.record.recorder import NotebookRecorder
+from codeagent_jupyter.record.restore import rebuild
+from codeagent_jupyter.record.resume import plan
+from codeagent_jupyter.record.snapshot_sink import SnapshotRecorder
+from codeagent_jupyter.record.snapshots import SnapshotSettings, SnapshotStore
 from codeagent_jupyter.sandbox import Sandbox
-from codeagent_jupyter.session_reader import parse_session
-from codeagent_jupyter.snapshot_sink import SnapshotRecorder
-from codeagent_jupyter.snapshots import SnapshotSettings, SnapshotStore
 
 
 def _turns(cells: int) -> list[dict]:

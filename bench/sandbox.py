@@ -27,10 +27,10 @@ from typing import Any
 
 from jupyter_client import AsyncKernelManager
 
-from codeagent_jupyter.confined import Workspace
-from codeagent_jupyter.disk_budget import workspace_bytes
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, SandboxPool
 from codeagent_jupyter.sandbox.disk import INTERVAL_S, DiskWatch
+from codeagent_jupyter.util.confined import Workspace
+from codeagent_jupyter.util.disk_budget import workspace_bytes
 
 LIMITS = SandboxLimits(memory_mb=1024, cell_timeout=30)
 

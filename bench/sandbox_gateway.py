@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from codeagent_jupyter.sandbox import SandboxLimits, SandboxPool
 from codeagent_jupyter.sandbox.backend import make_backend
 from codeagent_jupyter.sandbox.gateway_wire import GatewayWire
-from tests.gateway.conftest import start_gateway, stop_gateway
+from tests.e2e.gateway.conftest import start_gateway, stop_gateway
 
 LIMITS = SandboxLimits(memory_mb=1024, cell_timeout=60)
 KILL = (

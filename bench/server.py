@@ -251,10 +251,10 @@ def check_notebooks(folder: Path, results: list[dict[str, Any]], steps: int) -> 
 
 
 async def run_cli(args: argparse.Namespace, model_url: str, work: Path) -> dict[str, Any]:
-    from codeagent_jupyter.agent import build_agent
     from codeagent_jupyter.config import AgentConfig
+    from codeagent_jupyter.core.assembly import build_agent
     from codeagent_jupyter.models.openai_chat import OpenAIChatModel
-    from codeagent_jupyter.recorder import NotebookRecorder
+    from codeagent_jupyter.record.recorder import NotebookRecorder
     from codeagent_jupyter.sandbox import Sandbox
 
     root = work / "cli-root"

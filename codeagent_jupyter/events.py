@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar
-
-if TYPE_CHECKING:
-    from .outcome import ToolOutcome
+from typing import Any, ClassVar
 
 FORMAT_VERSION = 1
 """Bumped when an event's fields change incompatibly."""
@@ -191,9 +188,12 @@ class ToolCallFinished(Event):
 
     @classmethod
     def from_outcome(
-        cls, outcome: ToolOutcome, *, step: int, tool_call_id: str, name: str
+        cls, outcome: Any, *, step: int, tool_call_id: str, name: str
     ) -> ToolCallFinished:
-        """The event of a finished call: the outcome's fields, plus which call it was."""
+        """The event of a finished call: the outcome's fields, plus which call it was.
+
+        ``outcome`` is a ``core.outcome.ToolOutcome``, taken by its fields: the vocabulary
+        names no layer above it."""
         shared = {f.name for f in fields(cls)} & set(vars(outcome))
         data = {key: getattr(outcome, key) for key in shared}
         data["result"] = outcome.text

@@ -15,10 +15,10 @@ import json
 import tempfile
 from pathlib import Path
 
-from codeagent_jupyter.agent import build_agent
 from codeagent_jupyter.config import AgentConfig, SandboxLimits
+from codeagent_jupyter.core.assembly import build_agent
 from codeagent_jupyter.models.replay import ReplayModel
-from codeagent_jupyter.recorder import NotebookRecorder
+from codeagent_jupyter.record.recorder import NotebookRecorder
 from codeagent_jupyter.sandbox import Sandbox
 
 PROMPT = "Make a small daily sales dataset for 2024, then plot the monthly revenue."

@@ -31,6 +31,7 @@ OPTIONAL = {
 
 BY_HAND = {
     "llama_cpp": "the local_model tests' server, built from source as the README says",
+    "jupyter_server_mcp": "brought by Jupyter AI 3.2 (CI's Jupyter AI lane installs it)",
 }
 """Modules of opt-in tests that no extra can install (they are skipped without them)."""
 

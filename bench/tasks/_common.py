@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from codeagent_jupyter.confined import ConfinementError, Workspace
+from codeagent_jupyter.util.confined import ConfinementError, Workspace
 
 MAX_BYTES = 20_000_000
 Result = tuple[bool, str]

@@ -17,14 +17,14 @@ from typing import Any
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from codeagent_jupyter import agent
 from codeagent_jupyter import events as ev
 from codeagent_jupyter.config import AgentConfig
-from codeagent_jupyter.context import build_context
+from codeagent_jupyter.core import assembly as agent
+from codeagent_jupyter.core.context import build_context
+from codeagent_jupyter.core.loop import AgentLoop
+from codeagent_jupyter.core.ports import EventSink, Model
 from codeagent_jupyter.errors import CodeAgentError
-from codeagent_jupyter.loop import AgentLoop
-from codeagent_jupyter.protocols import EventSink, Model
-from codeagent_jupyter.recorder import NotebookRecorder
+from codeagent_jupyter.record.recorder import NotebookRecorder
 
 from . import Task
 

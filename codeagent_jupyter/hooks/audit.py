@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..outcome import ToolOutcome
-from ..redact import scrub
+from ..core.outcome import ToolOutcome
+from ..util.redact import scrub
 from .base import ToolCall
 
 

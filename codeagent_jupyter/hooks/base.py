@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
+from ..core.outcome import DENIED_TEXT, ToolOutcome
 from ..errors import ConfigError
-from ..outcome import DENIED_TEXT, ToolOutcome
 
 log = logging.getLogger(__name__)
 

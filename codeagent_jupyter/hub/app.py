@@ -21,7 +21,7 @@ from tornado import web
 from traitlets import Bool, Dict, Float, Integer, List, TraitError, Unicode, default, validate
 from traitlets.config import Application
 
-from ..hardening import make_undumpable
+from ..util.hardening import make_undumpable
 from .handlers import ChatCompletionsHandler, HealthHandler, ModelsHandler
 from .ledger import Ledger
 from .policy import PolicyError, PolicyFile

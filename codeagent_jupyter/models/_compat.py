@@ -15,7 +15,7 @@ import ipaddress
 import re
 from urllib.parse import urlsplit
 
-from ..textbounds import head_tail
+from ..util.textbounds import head_tail
 
 DETAIL_LIMIT = 1200
 """Characters of a server's error message kept: enough for a validation report's cause."""

@@ -17,8 +17,8 @@ from typing import Any
 
 import openai
 
+from ..core.ports import ModelReply, RetryCallback, Usage
 from ..errors import ConfigError, ModelError
-from ..protocols import ModelReply, RetryCallback, Usage
 from ._compat import cannot_stream_tools, hint, permanent, readable, refused_on_loopback
 from ._wire import merge_call, message_dict, outgoing, retry_after
 from .settings import OPENAI_BASE_URL, resolve_settings

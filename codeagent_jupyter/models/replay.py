@@ -6,8 +6,8 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
+from ..core.ports import ModelReply, RetryCallback, Usage
 from ..errors import ReplayError
-from ..protocols import ModelReply, RetryCallback, Usage
 
 
 class ReplayModel:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..config import SandboxLimits
-    from ..protocols import ExecResult
+    from ..core.ports import ExecResult
     from .kernel import Sandbox
     from .pool import SandboxPool
 
@@ -35,7 +35,7 @@ def __getattr__(name: str) -> Any:
 
         return SandboxLimits
     if name == "ExecResult":
-        from ..protocols import ExecResult
+        from ..core.ports import ExecResult
 
         return ExecResult
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
-from ..disk_budget import over_budget
-from ..protocols import ExecResult, OutputCallback
+from ..core.ports import ExecResult, OutputCallback
+from ..util.disk_budget import over_budget
 from .disk import INTERVAL_S, DiskWatch
 
 _SHELL_MOD = "codeagent_jupyter.sandbox.shell"

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..disk_budget import OverBudget, workspace_bytes
+from ..util.disk_budget import OverBudget, workspace_bytes
 
 INTERVAL_S = 0.25
 """Seconds between two measures of a small workspace while a cell runs."""

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
+from ..core.ports import ExecResult, OutputCallback
 from ..errors import ConfigError, SandboxError
-from ..protocols import ExecResult, OutputCallback
 from .cells import CellRunner
 from .disk import DiskWatch
 from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV
@@ -42,7 +42,7 @@ _ENFORCED_BY_CLIENT = {k: v for k, v in ENFORCED_BY_CLIENT.items() if k != "disk
 
 
 class GatewaySandbox(CellRunner):
-    """A stateful sandbox kernel on a gateway; see ``codeagent_jupyter.protocols.SandboxPort``."""
+    """A stateful sandbox kernel on a gateway; see ``codeagent_jupyter.core.ports.SandboxPort``."""
 
     def __init__(
         self,

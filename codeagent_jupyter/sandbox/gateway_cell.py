@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from ..protocols import ExecResult
+from ..core.ports import ExecResult
 from .gateway_watch import PROBE_S, watch
 from .gateway_wire import CLOSED, GatewayError
 from .outputs import OutputCollector, render_text

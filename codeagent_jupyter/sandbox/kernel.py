@@ -23,8 +23,8 @@ from jupyter_client import AsyncKernelManager
 from jupyter_client.kernelspec import NoSuchKernel
 
 from ..config import SandboxLimits
+from ..core.ports import ExecResult, OutputCallback
 from ..errors import ConfigError, IsolationUnavailable, SandboxError
-from ..protocols import ExecResult, OutputCallback
 from .cells import CellRunner
 from .disk import DiskWatch
 from .isolation import (
@@ -47,7 +47,7 @@ __all__ = ["Sandbox", "describe_exit"]
 
 
 class Sandbox(CellRunner):
-    """A stateful sandbox kernel; see ``codeagent_jupyter.protocols.SandboxPort``."""
+    """A stateful sandbox kernel; see ``codeagent_jupyter.core.ports.SandboxPort``."""
 
     def __init__(
         self,

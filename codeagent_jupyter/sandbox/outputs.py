@@ -13,8 +13,8 @@ from typing import Any
 
 from nbformat.v4 import output_from_msg
 
-from ..protocols import OutputCallback
-from ..textbounds import head_tail, render_outputs
+from ..core.ports import OutputCallback
+from ..util.textbounds import head_tail, render_outputs
 
 TEXT_LIMIT = 4000
 TRACEBACK_LIMIT = 20_000

@@ -16,7 +16,7 @@ from typing import Any
 from jupyter_server.extension.application import ExtensionApp
 
 from ..errors import ConfigError
-from ..hardening import make_undumpable
+from ..util.hardening import make_undumpable
 from .handlers import route_table
 from .manager import SessionManager
 from .settings import CodeAgent, state_dir

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
-from ..delegate import DelegateSettings, Delegator, offer_delegate
 from ..errors import SandboxError
+from ..tools.delegate import DelegateSettings, Delegator, offer_delegate
 from .session import AgentSession
 from .supply import shutdown_quietly
 

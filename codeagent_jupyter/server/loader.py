@@ -13,7 +13,7 @@ import inspect
 import json
 from typing import Any
 
-from .. import variables
+from ..util import variables
 
 MARK = "CODEAGENT-LOADED "
 

@@ -19,7 +19,7 @@ from ..sandbox.demand import ceiling
 from . import lifecycle
 from .delegation import offer_helpers
 from .errors import ApiError
-from .models import ModelRegistry
+from .model_registry import ModelRegistry
 from .policy import Caller, check_max_steps, check_text, session_limits
 from .revive import attach_hooks, pause, revive, snapshot_sink
 from .session import AgentSession
@@ -170,10 +170,10 @@ class SessionManager:
         ``kernel_id`` (the user's kernel) names the notebook through jupyter_server's
         sessions, over ``notebook_path``; ``cells`` are the live notebook's (``livecells``).
         """
-        from ..agent import build_agent
-        from ..context import build_context
-        from ..recorder import NotebookRecorder
-        from ..tools.edit import cells_of
+        from ..core.assembly import build_agent
+        from ..core.context import build_context
+        from ..record.recorder import NotebookRecorder
+        from ..tools.edit_cell import cells_of
 
         if self._stopping:
             raise ApiError(503, "the server is shutting down")

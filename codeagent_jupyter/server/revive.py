@@ -19,11 +19,11 @@ from typing import Any
 
 from .. import events as ev
 from ..errors import ConfigError
-from ..restore import Rebuilt, rebuild
-from ..resume import ResumePlan, plan
-from ..session_reader import parse_session
-from ..snapshot_sink import SnapshotRecorder
-from ..snapshots import SnapshotStore
+from ..record.reader import parse_session
+from ..record.restore import Rebuilt, rebuild
+from ..record.resume import ResumePlan, plan
+from ..record.snapshot_sink import SnapshotRecorder
+from ..record.snapshots import SnapshotStore
 from . import lifecycle
 from .bodies import body_schema
 from .errors import ApiError
@@ -197,8 +197,8 @@ async def _restore(r: _Revival, prompt: str) -> None:
 
 async def _rebuild(r: _Revival) -> tuple[Rebuilt, Any, Any]:
     """Re-run the cells in the new sandbox; the notebook recorder and the loop to go on with."""
-    from ..agent import build_agent
-    from ..recorder import NotebookRecorder
+    from ..core.assembly import build_agent
+    from ..record.recorder import NotebookRecorder
     from .delegation import offer_helpers
 
     manager, parent, session, todo, workdir = r.manager, r.parent, r.session, r.todo, r.workdir

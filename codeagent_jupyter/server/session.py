@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import events as ev
-from ..bus import EventBus
-from ..fold import fold, reduce
-from ..timeline import RUNNING as RUN_UNDER_WAY
-from ..timeline import CellItem
+from ..core.bus import EventBus
+from ..timeline.fold import fold, reduce
+from ..timeline.state import RUNNING as RUN_UNDER_WAY
+from ..timeline.state import CellItem
 from .errors import ApiError
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ..notary import DB_FILE, SECRET_FILE, Notary
+from ..record.notary import DB_FILE, SECRET_FILE, Notary
 
 __all__ = ["DB_FILE", "SECRET_FILE", "SessionSigner", "UnsignedNotebook"]
 
@@ -48,7 +48,7 @@ class SessionSigner(Notary):
         """A ``NotebookRecorder`` continuing ``path`` (signing each save), only when what it
         read is what this server signed: a file swapped since it was loaded is refused
         rather than extended and signed."""
-        from ..recorder import NotebookRecorder
+        from ..record.recorder import NotebookRecorder
 
         recorder = NotebookRecorder(path, on_saved=self.saved)
         digest = self.digest_of(recorder.notebook)

@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from ..snapshot_gc import collect, release
-from ..snapshots import SnapshotSettings, SnapshotStore
+from ..record.snapshot_gc import collect, release
+from ..record.snapshots import SnapshotSettings, SnapshotStore
 
 MIB = 1024 * 1024
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")

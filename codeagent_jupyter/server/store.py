@@ -38,7 +38,7 @@ def read_regular(path: Path) -> str:
 
 def _load_text(text: str, scratch: Path) -> Any:
     """``load_session`` of exactly ``text`` (it reads paths, so through a private copy)."""
-    from ..recorder import load_session
+    from ..record.recorder import load_session
 
     fd, name = tempfile.mkstemp(dir=scratch, suffix=".ipynb")
     try:

@@ -17,7 +17,7 @@ from typing import Any
 
 import nbformat
 
-from ..confined import ConfinementError, Workspace
+from ..util.confined import ConfinementError, Workspace
 from .errors import ApiError
 
 MAX_NOTEBOOK_BYTES = 50_000_000

@@ -3,7 +3,7 @@
 Public API: ``ToolBox`` (schemas + checked calls); a call's result is a ``ToolOutcome``.
 """
 
-from ..outcome import ToolOutcome
+from ..core.outcome import ToolOutcome
 from .toolbox import ToolBox
 
 __all__ = ["ToolBox", "ToolOutcome"]

@@ -2,7 +2,7 @@
 
 They run in the agent's process (not in the sandbox), which may be privileged, while code in
 the sandbox can change the workspace under them. So every path goes through
-``codeagent_jupyter.confined``: resolved beneath the workspace root without following
+``codeagent_jupyter.util.confined``: resolved beneath the workspace root without following
 symlinks, regular files only, never blocking. The tools run on their own small thread pool
 with a time limit (``run``), so a slow or hostile workspace cannot stall the server's event
 loop or its shared default thread pool. Everything returned is bounded.
@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-from ..confined import ConfinementError, Entry, TooLargeError, Workspace, kind
-from ..disk_budget import DiskBudgetError, check_room
 from ..errors import ToolArgumentError, ToolError
+from ..util.confined import ConfinementError, Entry, TooLargeError, Workspace, kind
+from ..util.disk_budget import DiskBudgetError, check_room
 
 MAX_READ_BYTES = 20_000_000
 MAX_WRITE_BYTES = 5_000_000

@@ -12,12 +12,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..confined import ConfinementError, Workspace
+from ..core.outcome import ToolOutcome
+from ..core.ports import OutputCallback
 from ..errors import ConfigError, ToolArgumentError, ToolError
-from ..outcome import ToolOutcome
-from ..protocols import OutputCallback
-from ..textbounds import head_tail
-from . import edit, files, kernel, plan
+from ..util.confined import ConfinementError, Workspace
+from ..util.textbounds import head_tail
+from . import cells as kernel
+from . import edit_cell as edit
+from . import files, plan
 from ._schema import Tool, check, obj
 
 _PATH = {"type": "string", "description": "Path relative to the workspace root."}

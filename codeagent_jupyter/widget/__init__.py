@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from ..fold import SessionState, fold, reduce
+from ..timeline.fold import SessionState, fold, reduce
 from .client import AgentClient, ClientError, ServerInfo, ServerNotFound, find_server
 from .panel import AgentPanel
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..timeline import CellItem
+from ..timeline.state import CellItem
 from .bridge import BridgeError, NotebookBridge
 
 FALLBACK = (

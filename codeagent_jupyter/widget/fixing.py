@@ -16,7 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ..textbounds import head_tail, strip_ansi
+from ..util.textbounds import head_tail, strip_ansi
 
 MAX_TRACEBACK = 4_000
 REMEMBERED = 50

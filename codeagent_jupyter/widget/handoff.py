@@ -17,7 +17,7 @@ import ast
 from collections.abc import Iterable
 
 from ..sandbox.preload import ALIASES, DEFAULT_CANDIDATES, shown
-from ..timeline import CellItem
+from ..timeline.state import CellItem
 
 DEFAULT_PRELOADED = tuple(shown(m) for m in DEFAULT_CANDIDATES)
 """What a sandbox preloads unless the server says otherwise (``c.CodeAgent.preload``)."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from ..timeline import ApprovalItem, SessionState
+from ..timeline.state import ApprovalItem, SessionState
 from . import render, theme
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from ..timeline import CellItem, HelperGroup, SessionState, ToolItem
+from ..timeline.state import CellItem, HelperGroup, SessionState, ToolItem
 from . import render
 from .views import _VIEWS, ToolView
 

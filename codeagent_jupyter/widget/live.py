@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..textbounds import head_tail, strip_ansi
+from ..util.textbounds import head_tail, strip_ansi
 from .bridge import NotebookBridge
 from .fixing import FailedCell
 

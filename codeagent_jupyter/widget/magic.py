@@ -28,7 +28,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import Bool
 
-from ..variables import summarize
+from ..util.variables import summarize
 from .actions import Inserter, edit_note
 from .bridge import NotebookBridge
 from .client import AgentClient, CodeAgentError, notebook_path

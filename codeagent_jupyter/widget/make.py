@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..timeline import Item, ToolItem
+from ..timeline.state import Item, ToolItem
 from .helpers_view import DelegateView
 from .views import _VIEWS, ItemView
 

@@ -23,8 +23,8 @@ from typing import Any
 import ipywidgets as w
 
 from ..events import Event
-from ..fold import SessionState, reduce
-from ..timeline import CellItem
+from ..timeline.fold import SessionState, reduce
+from ..timeline.state import CellItem
 from . import layout, render, theme
 from .actions import Inserter
 from .client import AgentClient, CodeAgentError

@@ -11,7 +11,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from ..variables import line
+from ..util.variables import line
 
 
 class VariablePicker:

@@ -14,8 +14,8 @@ import json
 from typing import Any
 
 from ..sandbox.report import warning
-from ..textbounds import head_tail, strip_ansi
-from ..timeline import CellItem, SessionState
+from ..timeline.state import CellItem, SessionState
+from ..util.textbounds import head_tail, strip_ansi
 from . import theme
 from .sanitize import clean_html, data_img, svg_img
 

@@ -10,7 +10,7 @@ is, and bounded: past ``MAX_BYTES`` further images become a line saying so.
 
 from __future__ import annotations
 
-from ..timeline import CellItem, PromptItem, SessionState, TextItem, ToolItem
+from ..timeline.state import CellItem, PromptItem, SessionState, TextItem, ToolItem
 from . import render, theme
 
 MAX_BYTES = 2_000_000

@@ -14,7 +14,7 @@ import pickle
 from dataclasses import dataclass
 from typing import Any
 
-from ..variables import describe, type_name
+from ..util.variables import describe, type_name
 
 PICKLE_MAGIC = b"\x80"
 """Every pickle of protocol 2 or later starts with the PROTO opcode."""

@@ -10,7 +10,7 @@ from typing import Any
 
 import ipywidgets as w
 
-from ..timeline import (
+from ..timeline.state import (
     ApprovalItem,
     CellItem,
     FinishedItem,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from codeagent_jupyter.core.outcome import ToolOutcome
 from codeagent_jupyter.errors import ConfigError
 from codeagent_jupyter.hooks import HookChain, ToolCall, load_hook
 from codeagent_jupyter.hooks.base import parse_spec
-from codeagent_jupyter.outcome import ToolOutcome
 
 
 def _call(name: str, **arguments: str) -> ToolCall:

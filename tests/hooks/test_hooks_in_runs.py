@@ -10,7 +10,7 @@ from typing import Any
 import nbformat
 import pytest
 
-from tests.loop.test_cli import codeagent, one_line_error
+from tests.cli.test_cli import codeagent, one_line_error
 from tests.scripted_model import text, tool_calls
 from tests.server.helpers import Api, of_type
 

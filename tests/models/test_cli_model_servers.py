@@ -10,10 +10,10 @@ from pathlib import Path
 
 import nbformat
 
-from codeagent_jupyter.eventlog import decode_notebook
-from codeagent_jupyter.fold import fold
+from codeagent_jupyter.record.eventlog import decode_notebook
+from codeagent_jupyter.timeline.fold import fold
 from codeagent_jupyter.widget import render
-from tests.loop.test_cli import codeagent
+from tests.cli.test_cli import codeagent
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
 
 QUIRKS = ["no-tool-choice-means-none", "null-content-500", "no-streamed-tools", "no-stream-usage"]

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from codeagent_jupyter.core.ports import Model, Usage
 from codeagent_jupyter.errors import ModelError
 from codeagent_jupyter.models.openai_chat import OpenAIChatModel
-from codeagent_jupyter.protocols import Model, Usage
 from tests.scripted_model import ScriptedModelServer, delay, error, text, tool_calls
 
 USER = [{"role": "user", "content": "What is 6 * 7?"}]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from codeagent_jupyter.core.ports import Model, Usage
 from codeagent_jupyter.errors import ReplayError
 from codeagent_jupyter.models import ReplayModel
-from codeagent_jupyter.protocols import Model, Usage
 from tests.scripted_model import text, tool_calls
 
 CALL = tool_calls(("run_cell", {"code": "print(1)"}), content="Checking.")["message"]

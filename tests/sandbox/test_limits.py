@@ -9,7 +9,7 @@ import time
 import pytest
 from jupyter_core.paths import jupyter_runtime_dir
 
-from codeagent_jupyter.protocols import SandboxPort
+from codeagent_jupyter.core.ports import SandboxPort
 from codeagent_jupyter.sandbox import Sandbox, cgroup
 from codeagent_jupyter.sandbox.launcher import cgroup_memory_bytes
 

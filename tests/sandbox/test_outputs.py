@@ -6,7 +6,7 @@ import base64
 import struct
 
 from codeagent_jupyter.sandbox.outputs import OutputCollector, collapse_cr, render_text
-from codeagent_jupyter.textbounds import head_tail
+from codeagent_jupyter.util.textbounds import head_tail
 
 
 def _msg(msg_type: str, **content: object) -> dict:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from codeagent_jupyter import confined
-from codeagent_jupyter.confined import (
+from codeagent_jupyter.util import confined
+from codeagent_jupyter.util.confined import (
     OutsideError,
     SymlinkError,
     TooLargeError,

@@ -19,11 +19,11 @@ from textwrap import dedent
 from typing import Any
 
 from codeagent_jupyter.config import AgentConfig
-from codeagent_jupyter.loop import AgentLoop
+from codeagent_jupyter.core.loop import AgentLoop
 from codeagent_jupyter.models.openai_chat import OpenAIChatModel
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits
 from codeagent_jupyter.tools import ToolBox
-from tests.loop.test_cli import codeagent
+from tests.cli.test_cli import codeagent
 from tests.scripted_model import delay, text, tool_calls
 
 MIB = 1 << 20

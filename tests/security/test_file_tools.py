@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from codeagent_jupyter.confined import ConfinementError, Workspace
 from codeagent_jupyter.errors import ToolError
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits
 from codeagent_jupyter.tools import ToolBox
+from codeagent_jupyter.util.confined import ConfinementError, Workspace
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

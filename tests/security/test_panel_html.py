@@ -24,8 +24,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 import codeagent_jupyter
-from tests.browser import conftest as browser
-from tests.browser.lab import LabPage
+from tests.e2e.browser import conftest as browser
+from tests.e2e.browser.lab import LabPage
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
 from tests.server.helpers import EXTENSION
 

@@ -31,8 +31,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from tests.browser import conftest as browser
-from tests.browser.lab import LabPage
+from tests.e2e.browser import conftest as browser
+from tests.e2e.browser.lab import LabPage
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
 from tests.security.test_panel_html import CONTROL_MARKERS, CONTROLS, LOAD, mark
 from tests.server.helpers import EXTENSION

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.loop.test_cli import codeagent
+from tests.cli.test_cli import codeagent
 from tests.scripted_model import text, tool_calls
 
 MARK = "open('ran-{n}', 'w').close()\n"

@@ -21,8 +21,8 @@ from jupyter_client import AsyncKernelManager
 
 from codeagent_jupyter import events as ev
 from codeagent_jupyter.config import AgentConfig
+from codeagent_jupyter.core.loop import AgentLoop
 from codeagent_jupyter.errors import ConfigError, SandboxError
-from codeagent_jupyter.loop import AgentLoop
 from codeagent_jupyter.models.openai_chat import OpenAIChatModel
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits
 from codeagent_jupyter.tools import ToolBox

@@ -23,7 +23,7 @@ import pytest
 from nbformat.sign import NotebookNotary
 
 from codeagent_jupyter.config import SandboxLimits
-from tests.loop.test_cli import codeagent, one_line_error
+from tests.cli.test_cli import codeagent, one_line_error
 from tests.scripted_model import text, tool_calls
 
 GREEDY = {"network": True, "memory_mb": 65536, "cell_timeout": 86400}

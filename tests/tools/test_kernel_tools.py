@@ -9,7 +9,7 @@ import pytest_asyncio
 
 from codeagent_jupyter.config import SandboxLimits
 from codeagent_jupyter.tools import ToolBox
-from codeagent_jupyter.tools.kernel import shell_in_kernel_code
+from codeagent_jupyter.tools.cells import shell_in_kernel_code
 
 try:
     from codeagent_jupyter.sandbox import Sandbox
@@ -87,7 +87,7 @@ async def test_real_outputs_record_into_a_valid_notebook(sandbox, tmp_path: Path
     import nbformat
 
     from codeagent_jupyter import events as ev
-    from codeagent_jupyter.recorder import NotebookRecorder
+    from codeagent_jupyter.record.recorder import NotebookRecorder
 
     tb = ToolBox(sandbox, sandbox.workdir)
     code = (

@@ -12,14 +12,14 @@ import ipywidgets as w
 import pytest
 
 from codeagent_jupyter import events as ev
-from codeagent_jupyter.fold import fold
-from codeagent_jupyter.timeline import ToolItem
+from codeagent_jupyter.timeline.fold import fold
+from codeagent_jupyter.timeline.state import ToolItem
 from codeagent_jupyter.widget.actions import Inserter
 from codeagent_jupyter.widget.client import AgentClient
 from codeagent_jupyter.widget.helpers_view import DelegateView
 from codeagent_jupyter.widget.make import make_view
 from codeagent_jupyter.widget.panel import AgentPanel
-from tests.resume.test_delegate_events import TASKS, responder
+from tests.tools.test_delegate_events import TASKS, responder
 from tests.widget.test_panel import until
 
 HOSTILE = "<img src=x onerror=alert(1)>"

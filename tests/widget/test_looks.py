@@ -1,7 +1,7 @@
 """How the panel looks, as strings: every colour a JupyterLab CSS variable (so the light,
 dark and high-contrast themes all read), Markdown tables rendered, live stream chunks one
 block, long outputs and tracebacks folded with their end in view, an edit naming the cell
-as the user sees it. ``tests/browser/test_panel_hour_e2e.py`` measures the contrast in a
+as the user sees it. ``tests/e2e/browser/test_panel_hour_e2e.py`` measures the contrast in a
 real browser; this catches a hard-coded colour anywhere in the panel's markup."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 import pytest
 
 from codeagent_jupyter import events as ev
-from codeagent_jupyter.timeline import (
+from codeagent_jupyter.timeline.state import (
     ApprovalItem,
     CellItem,
     FinishedItem,

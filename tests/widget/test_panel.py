@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from codeagent_jupyter.timeline import ApprovalItem, ToolItem
+from codeagent_jupyter.timeline.state import ApprovalItem, ToolItem
 from codeagent_jupyter.widget.actions import Inserter
 from codeagent_jupyter.widget.client import AgentClient
 from codeagent_jupyter.widget.panel import AgentPanel

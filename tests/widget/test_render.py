@@ -13,8 +13,8 @@ from html.parser import HTMLParser
 import pytest
 
 from codeagent_jupyter import events as ev
-from codeagent_jupyter.fold import SessionState, fold, reduce
-from codeagent_jupyter.timeline import CellItem, FinishedItem, PromptItem, TextItem, ToolItem
+from codeagent_jupyter.timeline.fold import SessionState, fold, reduce
+from codeagent_jupyter.timeline.state import CellItem, FinishedItem, PromptItem, TextItem, ToolItem
 from codeagent_jupyter.widget import render
 from codeagent_jupyter.widget.panel import AgentPanel
 from codeagent_jupyter.widget.views import FinishedView, PromptView, TextView, ToolView

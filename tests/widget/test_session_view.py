@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from codeagent_jupyter.events import Event
-from codeagent_jupyter.fold import SessionState, fold, reduce
-from codeagent_jupyter.timeline import FinishedItem, PromptItem, TextItem
+from codeagent_jupyter.timeline.fold import SessionState, fold, reduce
+from codeagent_jupyter.timeline.state import FinishedItem, PromptItem, TextItem
 from codeagent_jupyter.widget import render
 from codeagent_jupyter.widget.client import AgentClient, ClientError
 from tests.scripted_model import text, tool_calls

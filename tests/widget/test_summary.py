@@ -7,7 +7,7 @@ import base64
 import re
 
 from codeagent_jupyter import events as ev
-from codeagent_jupyter.fold import fold
+from codeagent_jupyter.timeline.fold import fold
 from codeagent_jupyter.widget import summary
 from tests.widget.test_render import ATTACKS, assert_inert, html_output
 

@@ -1,0 +1,5 @@
+"""The ``codeagent`` command (``codeagent_jupyter.cli:main``): run, resume and replay."""
+
+from .main import main
+
+__all__ = ["main"]

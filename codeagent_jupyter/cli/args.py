@@ -1,0 +1,216 @@
+"""The ``codeagent`` command's building blocks: flags declared from the settings, argument
+checks that fail in one line, and the sandbox the flags choose.
+
+Shared by ``cli/main.py`` (run, replay) and ``cli/resume.py`` so every subcommand takes the same
+flags the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from ..config import AgentConfig, SandboxLimits
+from ..errors import ConfigError
+from .wiring import add_delegate, add_hooks
+
+Flags = Any
+"""Where flags are declared: a parser or one of its argument groups (both ``add_argument``)."""
+
+RUN_EXAMPLES = """\
+examples:
+  codeagent run "load sales.csv and plot monthly revenue" --model gpt-4o-mini
+  codeagent run "compute 2 + 3 in python" --model local --base-url http://127.0.0.1:8080/v1
+  codeagent run "fit a model to data.csv" --workdir ~/project --memory-mb 4096 --cell-timeout 300
+  codeagent run "..." --isolation none     # no bubblewrap here: runs UNCONFINED
+
+The model flags fall back to $CODEAGENT_MODEL, $OPENAI_BASE_URL and $OPENAI_API_KEY (a local
+server given with --base-url needs no key). Progress goes to stderr (live on a terminal; set
+NO_COLOR for no colour), the answer and the session path to stdout. Exit codes: 0 answered,
+1 stopped on a budget or a model error (the session notebook is still written), 2 bad usage.
+"""
+
+
+def add_model_flags(parser: Flags) -> None:
+    """Which model answers, and how much one reply may take (``run`` and ``resume``)."""
+    parser.add_argument("--model", help="model name (default: $CODEAGENT_MODEL)")
+    parser.add_argument(
+        "--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI)"
+    )
+    parser.add_argument(
+        "--stream", action="store_true", help="stream the model's reply as it is written"
+    )
+    parser.add_argument(
+        "--max-output-tokens",
+        type=positive_int,
+        default=4096,
+        help="tokens one model reply may take (default: 4096)",
+    )
+
+
+def add_max_steps(parser: Flags) -> None:
+    parser.add_argument(
+        "--max-steps",
+        type=positive_int,
+        default=AgentConfig.max_steps,
+        help=f"{AgentConfig.help('max_steps')} (default: {AgentConfig.max_steps})",
+    )
+
+
+def add_run_parser(sub: Any) -> None:
+    """``codeagent run``: its flags in groups (model, session, sandbox limits), examples last."""
+    run = sub.add_parser(
+        "run",
+        help="run a request and save the session as a notebook",
+        description="Run a request: the model plans, writes Python and runs it in a sandbox\n"
+        "kernel in the workspace; the session is saved as a notebook.",
+        epilog=RUN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    run.add_argument("prompt", help="what you want done, in plain words")
+    add_model_flags(run.add_argument_group("model"))
+    session = run.add_argument_group("session")
+    session.add_argument(
+        "--workdir", type=Path, default=Path.cwd(), help="workspace (default: the current folder)"
+    )
+    session.add_argument(
+        "--out",
+        type=Path,
+        help="session notebook to write (default: .codeagent/sessions/ID.ipynb in the workspace)",
+    )
+    session.add_argument(
+        "--notebook", type=Path, help="your notebook, given to the model as context"
+    )
+    add_max_steps(session)
+    add_hooks(session)
+    add_delegate(session)
+    session.add_argument(
+        "--no-snapshots",
+        action="store_true",
+        help="do not snapshot the workspace after each step (such a session cannot be resumed "
+        "with its files)",
+    )
+    sandbox = run.add_argument_group(
+        "sandbox limits", "What the code may use, and where it runs (see docs/security.md)."
+    )
+    add_limits(sandbox)
+    add_isolation(sandbox)
+
+
+class Parser(argparse.ArgumentParser):
+    """Usage errors are one line (``codeagent run: error: …``), like every other error."""
+
+    def error(self, message: str) -> Any:
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def add_isolation(parser: Flags) -> None:
+    parser.add_argument(
+        "--isolation",
+        choices=("auto", "none"),
+        default="auto",
+        help="auto: refuse to run without pid and filesystem isolation; none: allow an "
+        "UNCONFINED sandbox where the machine cannot isolate (its code can read your files)",
+    )
+    parser.add_argument(
+        "--gateway-url",
+        default="",
+        help="run the sandbox kernel on this Jupyter kernel gateway instead of locally "
+        "(token from $CODEAGENT_GATEWAY_TOKEN; the workspace must be the same path there)",
+    )
+
+
+def make_sandbox(
+    args: argparse.Namespace, workdir: Path, limits: SandboxLimits | None = None
+) -> Any:
+    """An unstarted sandbox from the backend the flags chose (local unless --gateway-url)."""
+    from ..sandbox.backend import make_backend
+
+    kind = "gateway" if args.gateway_url else "local"
+    backend = make_backend(kind, args.gateway_url, allow_unconfined=args.isolation == "none")
+    return backend.create(workdir, limits or SandboxLimits())
+
+
+def announce(sandbox: Any) -> None:
+    """The first progress line: what the sandbox really enforces; then a warning if any."""
+    from ..sandbox import report
+
+    print(report.summary(sandbox.enforcement, sandbox.limits), file=sys.stderr)
+    warning = report.warning(sandbox.enforcement)
+    if warning is not None:
+        print(warning, file=sys.stderr)
+
+
+def add_limits(parser: Flags) -> None:
+    """One flag per sandbox limit (``--memory-mb`` …), with the help and default that
+    ``SandboxLimits`` declares, so the CLI and the server's ``limits`` setting agree."""
+    for f in fields(SandboxLimits):
+        if f.type in ("bool", bool):
+            continue
+        kind = positive_float if f.type in ("float", float) else positive_int
+        flag = "--" + f.name.replace("_", "-")
+        parser.add_argument(
+            flag,
+            type=kind,
+            default=f.default,
+            help=f"{SandboxLimits.help(f.name)} (default: {f.default})",
+        )
+    parser.add_argument(
+        "--network", choices=("none", "host"), default="none", help=SandboxLimits.help("network")
+    )
+
+
+def limits_from(args: argparse.Namespace) -> SandboxLimits:
+    values = {f.name: getattr(args, f.name) for f in fields(SandboxLimits) if f.name != "network"}
+    return SandboxLimits(**values, network=args.network == "host")
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive whole number")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive number")
+    return value
+
+
+def existing_workdir(path: Path) -> Path:
+    if not path.is_dir():
+        raise ConfigError(f"workspace {str(path)!r} is not a directory")
+    return path.resolve()
+
+
+def writable_notebook(path: Path) -> Path:
+    """Fail before the run, not after it, when the session notebook can't be written."""
+    path = path.resolve()
+    if path.suffix != ".ipynb":
+        raise ConfigError(f"--out {str(path)!r} must end in .ipynb")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".codeagent-check-"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+    if path.is_dir():
+        raise ConfigError(f"--out {str(path)!r} is a directory")
+    return path
+
+
+def read_notebook(path: Path) -> Any:
+    import nbformat  # slow to import (schema validators): only when a notebook is read
+
+    try:
+        return nbformat.read(path, as_version=4)
+    except FileNotFoundError:
+        raise ConfigError(f"notebook {str(path)!r} not found") from None
+    except Exception as exc:
+        raise ConfigError(f"{str(path)!r} is not a readable notebook: {exc}") from None

@@ -1,0 +1,227 @@
+"""The ``codeagent`` command: run a request in a sandbox, or replay a recorded session.
+
+Exit codes: 0 the model answered (or a replay matched), 1 the run stopped on a budget, a
+model error or a mismatch (the session notebook is written all the same), 2 bad usage or
+input. Every error is one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..config import AgentConfig
+from ..core.context import build_context
+from ..core.ports import EventSink
+from ..errors import CodeAgentError, ConfigError, IsolationUnavailable
+from ..util.hardening import make_undumpable
+from .args import (
+    Parser,
+    add_isolation,
+    add_limits,
+    add_run_parser,
+    announce,
+    existing_workdir,
+    limits_from,
+    make_sandbox,
+    read_notebook,
+    writable_notebook,
+)
+from .wiring import drive, hook_chain, report, snapshot_sink, with_delegate
+
+UNCONFINED = "its code can then read your files and see your processes"
+"""What ``--isolation none`` means, said wherever it is suggested."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="codeagent",
+        description="A coding agent that runs its Python in a sandboxed Jupyter kernel.",
+    )
+    parser.add_argument("--version", action="version", version=f"codeagent {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    add_run_parser(sub)
+
+    replay = sub.add_parser("replay", help="re-execute or re-drive a recorded session")
+    replay.add_argument("session", type=Path, help="a session notebook (.ipynb)")
+    replay.add_argument("--workdir", type=Path, default=Path.cwd(), help="workspace (default: .)")
+    replay.add_argument(
+        "--model",
+        choices=("recorded",),
+        help="'recorded': re-drive the agent loop from the recorded model turns, offline",
+    )
+    replay.add_argument("--out", type=Path, help="where to write the replayed session")
+    add_limits(replay)
+    add_isolation(replay)
+
+    from . import resume as resume_cli
+
+    resume_cli.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script."""
+    make_undumpable()  # we hold the API key: a same-user sandbox must not read our environ
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return asyncio.run(_run(args))
+        if args.command == "resume":
+            from . import resume as resume_cli
+
+            return asyncio.run(resume_cli.run(args))
+        if args.model == "recorded":
+            return asyncio.run(_replay_recorded(args))
+        return asyncio.run(_reexecute(args))
+    except ConfigError as exc:
+        print(f"codeagent: error: {exc}", file=sys.stderr)
+        return 2
+    except IsolationUnavailable as exc:
+        print(f"codeagent: error: {exc.explain('--isolation none', UNCONFINED)}", file=sys.stderr)
+        return 1
+    except CodeAgentError as exc:
+        print(f"codeagent: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("codeagent: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug of ours: still one line, and say where to look
+        print(f"codeagent: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from ..core.assembly import build_agent
+    from ..models.openai_chat import OpenAIChatModel, resolve_settings
+    from ..record.notary import cli_notary
+    from ..record.recorder import NotebookRecorder
+    from .terminal import make_printer
+    from .trust import signing
+
+    model_name, base_url, api_key = resolve_settings(args.model, args.base_url)
+    workdir = existing_workdir(args.workdir)
+    session_id = uuid.uuid4().hex[:12]
+    out = writable_notebook(args.out or workdir / ".codeagent" / "sessions" / f"{session_id}.ipynb")
+    notebook = read_notebook(args.notebook) if args.notebook else None
+    limits = limits_from(args)
+    config = AgentConfig(max_steps=args.max_steps)
+    model = OpenAIChatModel(
+        model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens
+    )
+    context = build_context(workdir, notebook)
+    hooks = hook_chain(args.hook, session_id)
+    sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
+    async with make_sandbox(args, workdir, limits) as sandbox:
+        announce(sandbox)
+        recorder = NotebookRecorder(out, session_id=session_id, on_saved=sign)
+        printer = make_printer()
+        sinks: list[EventSink] = [recorder, printer]
+        if not args.no_snapshots:
+            sinks.insert(0, snapshot_sink(workdir, recorder))
+        if hooks is not None:
+            sinks.append(hooks)
+        loop = build_agent(model, sandbox, sinks, config, workdir=workdir, context=context)
+
+        def child_sandbox(path: Path) -> Any:
+            return make_sandbox(args, path, limits)
+
+        loop = with_delegate(
+            loop, args.delegate, model, workdir, child_sandbox, session_id=recorder.session_id
+        )
+        loop.runner.hooks = hooks
+        try:
+            finished = await drive(loop, [args.prompt])
+        finally:
+            printer.close()
+            await model.aclose()
+            if hooks is not None:
+                await hooks.end({})
+    return report(finished, out)
+
+
+async def _replay_recorded(args: argparse.Namespace) -> int:
+    from ..core.assembly import build_agent
+    from ..models.replay import ReplayModel
+    from ..record.notary import cli_notary
+    from ..record.reader import parse_session
+    from ..record.recorder import NotebookRecorder, load_session
+    from .terminal import make_printer
+    from .trust import read_session_file, signing
+
+    notary = cli_notary()
+    read = read_session_file(args.session, notary)
+    session = _load_session(load_session, read.path, parse_session(read.text, read.path))
+    if not any(session.turns):
+        raise ConfigError(f"{str(args.session)!r} has no recorded model turns to replay")
+    workdir = existing_workdir(args.workdir)
+    default_out = workdir / ".codeagent" / "replays" / args.session.name
+    out = writable_notebook(args.out or default_out)
+    if out == read.path:
+        raise ConfigError("--out must not overwrite the session being replayed")
+    if out.exists():
+        out.unlink()
+    label = f"recorded turns of {session.model}" if session.model else "recorded turns"
+    model = ReplayModel(_flat_turns(session.turns), name=label, base_url="")
+    limits = limits_from(args).tightened_by(session.notebook.metadata["codeagent"].get("limits"))
+    read.say_if_unsigned()
+    async with make_sandbox(args, workdir, limits) as sandbox:
+        announce(sandbox)
+        recorder = NotebookRecorder(out, on_saved=signing(notary))
+        printer = make_printer()
+        sinks: list[EventSink] = [recorder, printer]
+        loop = build_agent(model, sandbox, sinks, AgentConfig(), workdir=workdir)
+        try:
+            finished = await drive(loop, list(session.prompts))
+        finally:
+            printer.close()
+    return report(finished, out)
+
+
+async def _reexecute(args: argparse.Namespace) -> int:
+    from ..record.notary import cli_notary
+    from ..record.reexecute import reexecute
+    from .trust import parse_notebook, read_session_file
+
+    read = read_session_file(args.session, cli_notary())
+    notebook = parse_notebook(read)
+    workdir = existing_workdir(args.workdir)
+    meta = notebook.metadata.get("codeagent")
+    recorded = meta.get("limits") if isinstance(meta, dict) else None
+    read.say_if_unsigned()
+    async with make_sandbox(args, workdir, limits_from(args).tightened_by(recorded)) as sandbox:
+        announce(sandbox)
+        checks = await reexecute(notebook, sandbox)
+    for check in checks:
+        verdict = "match" if check.matched else f"MISMATCH: {check.detail}"
+        print(f"cell {check.index} (step {check.step}): {verdict}")
+    bad = sum(not c.matched for c in checks)
+    print(f"{len(checks) - bad} of {len(checks)} cells match")
+    return 1 if bad else 0
+
+
+def _load_session(loader: Any, path: Path, notebook: Any) -> Any:
+    try:
+        return loader(path, notebook)
+    except CodeAgentError:
+        raise
+    except Exception as exc:
+        raise ConfigError(f"{str(path)!r} is not a session notebook: {exc}") from None
+
+
+def _flat_turns(turns: list[Any]) -> list[dict[str, Any]]:
+    """The recorder may group turns per run; the replay model wants one flat sequence."""
+    flat: list[dict[str, Any]] = []
+    for turn in turns:
+        flat.extend(turn if isinstance(turn, list) else [turn])
+    return flat
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""A plain-text view of a run: the plan, each cell and how it went, retries and the stop.
+
+It is just another event sink, so the CLI shows exactly what the notebook records. A step's
+header and code are written when the call starts, its result when it ends. This is the
+output for pipes, files and scripts (no colour, no control codes); ``terminal.py`` builds
+the live view of a terminal on top of it.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from typing import Any, TextIO
+
+from .. import events as ev
+from ..timeline.state import CODE_TOOLS
+from ..util.textbounds import head_tail, strip_ansi
+
+_MARK = {"done": "[x]", "in_progress": "[~]", "pending": "[ ]"}
+_CODE_ARGUMENT = {"run_cell": "code", "run_command": "command"}
+"""The argument of a code tool that holds what it runs (its code, known before it runs)."""
+
+
+class ProgressPrinter:
+    """Writes a compact, human-readable trace of the events to a stream (stderr by default)."""
+
+    def __init__(self, stream: TextIO | None = None, *, code_lines: int = 12) -> None:
+        self.stream = stream or sys.stderr
+        self.code_lines = code_lines
+        self._streaming = False
+        self._announced: dict[str, bool] = {}
+        """Calls whose header is written, and whether their code was written with it."""
+        self._children: dict[str, ProgressPrinter] = {}
+
+    def emit(self, event: ev.Event) -> None:
+        match event:
+            case ev.RunStarted():
+                self._run_started(event)
+            case ev.PlanUpdated():
+                self._plan_updated(event)
+            case ev.TextDelta():
+                self._text_delta(event)
+            case ev.AssistantMessage():
+                self._assistant_message(event)
+            case ev.ModelRetry():
+                self._model_retry(event)
+            case ev.ApprovalRequested():
+                self._write(f"   waiting for approval of {event.name}")
+            case ev.ToolCallStarted():
+                self._tool_call_started(event)
+            case ev.CellOutput():
+                self._cell_output(event)
+            case ev.UsageUpdated():
+                self._usage(event)
+            case ev.ToolCallFinished():
+                self._tool_call_finished(event)
+            case ev.RunFinished():
+                self._run_finished(event)
+            case ev.SessionRestored():
+                self._write(f"== Session {event.summary}")
+                for problem in event.problems:
+                    self._write(f"   not rebuilt: {problem}")
+            case ev.ChildEvent():
+                self._child_event(event)
+
+    def close(self) -> None:
+        """Called once the run is over, whatever happened: nothing to undo in plain text."""
+
+    def _write(self, text: str) -> None:
+        if self._streaming:
+            self.stream.write("\n")
+            self._streaming = False
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def _child_event(self, e: ev.ChildEvent) -> None:
+        """A helper's event, printed as its own trace would be, each line marked with it."""
+        inner = e.inner()
+        if inner is None or isinstance(inner, (ev.TextDelta, ev.CellOutput)):
+            return  # helpers run at once: their streamed text would interleave
+        child = self._children.get(e.child)
+        if child is None:  # one plain printer per helper, so it knows its own calls
+            child = self._children[e.child] = ProgressPrinter(
+                io.StringIO(), code_lines=self.code_lines
+            )
+        buffer = child.stream
+        assert isinstance(buffer, io.StringIO)
+        child.emit(inner)
+        lines = buffer.getvalue().rstrip("\n").splitlines()
+        buffer.seek(0)
+        buffer.truncate()
+        if lines:
+            self._write("\n".join(f"   [helper {e.child}] {line}" for line in lines))
+
+    def _run_started(self, e: ev.RunStarted) -> None:
+        kind = "Follow-up" if e.run_index else "Request"
+        self._write(f"== {kind}: {e.prompt}")
+        if e.run_index == 0 and e.model:
+            self._write(f"   model {e.model}" + (f" at {e.base_url}" if e.base_url else ""))
+
+    def _plan_updated(self, e: ev.PlanUpdated) -> None:
+        lines = [f"   {_MARK.get(s.get('status', ''), '[?]')} {s.get('step', '')}" for s in e.steps]
+        self._write("-- Plan\n" + "\n".join(lines))
+
+    def _text_delta(self, e: ev.TextDelta) -> None:
+        self.stream.write(e.text)
+        self.stream.flush()
+        self._streaming = True
+
+    def _assistant_message(self, e: ev.AssistantMessage) -> None:
+        if self._streaming:
+            self._write("")
+            return
+        content = (e.message.get("content") or "").strip()
+        if content and e.message.get("tool_calls"):
+            self._write(f"   {head_tail(content, 400)}")
+
+    def _model_retry(self, e: ev.ModelRetry) -> None:
+        if e.attempt == 0:  # the adapter changed how it asks (e.g. stopped streaming): a note
+            self._write(f"   note: {e.reason}")
+            return
+        self._write(f"   model request failed ({e.reason}); retry {e.attempt} in {e.wait_s:.1f} s")
+
+    def _tool_call_started(self, e: ev.ToolCallStarted) -> None:
+        """The header (and a code tool's code) now, so a long cell is never a silent wait."""
+        if e.name == "update_plan":
+            return  # shown as the plan once it is set
+        key = _CODE_ARGUMENT.get(e.name)
+        code = e.arguments.get(key) if key and isinstance(e.arguments, dict) else None
+        code = code if isinstance(code, str) else None
+        self._announced[e.tool_call_id] = code is not None
+        self._announce(e.step, e.name, code)
+
+    def _announce(self, step: int, name: str, code: str | None) -> None:
+        """Writes a step's header and, when given, its code (the first ``code_lines``)."""
+        self._write("\n".join([f"-- step {step}: {name}", *self._code_block(code)]))
+
+    def _code_block(self, code: str | None) -> list[str]:
+        if code is None:
+            return []
+        lines = code.splitlines() or [""]
+        shown = lines[: self.code_lines]
+        if len(lines) > len(shown):
+            shown.append(f"... ({len(lines) - len(shown)} more lines)")
+        return [f"   | {line}" for line in shown]
+
+    def _cell_output(self, e: ev.CellOutput) -> None:
+        """A running cell's output: the plain view shows its summary at the end instead."""
+
+    def _usage(self, e: ev.UsageUpdated) -> None:
+        """Token counts: the plain view says them once, when the run ends."""
+
+    def _tool_call_finished(self, e: ev.ToolCallFinished) -> None:
+        if e.name == "update_plan" and e.status == "ok":
+            return  # the plan itself was just printed
+        lines: list[str] = []
+        code_shown = self._announced.pop(e.tool_call_id, None)
+        if code_shown is None:  # never started (refused, denied): the header comes now
+            lines.append(f"-- step {e.step}: {e.name}")
+        if not code_shown:
+            lines.extend(self._code_block(e.code))
+        lines.append(self._result_line(e))
+        lines.extend(f"      {line}" for line in self._details(e))
+        self._write("\n".join(lines))
+
+    @staticmethod
+    def _result_line(e: ev.ToolCallFinished) -> str:
+        """How the call ended and how long it took: ``   => ok (6.02 s)``."""
+        status = "ok" if e.status == "ok" else e.status.upper()
+        return f"   => {status} ({e.duration_s:.2f} s)" + (f" {e.note}" if e.note else "")
+
+    def _details(self, e: ev.ToolCallFinished) -> list[str]:
+        """A few lines of what the call produced (code tools, and every failure)."""
+        if e.name in CODE_TOOLS or e.status != "ok":
+            return _summary(e).splitlines()
+        return []
+
+    def _run_finished(self, e: ev.RunFinished) -> None:
+        usage = e.usage or {}
+        tokens = ev.tokens_label(int(usage.get("total_tokens", 0)), bool(usage.get("estimated")))
+        self._write(f"== {e.status}: {e.reason} ({e.steps} steps, {e.duration_s:.1f} s, {tokens})")
+
+
+def _summary(e: ev.ToolCallFinished) -> str:
+    """A few lines of what a tool produced: the error line, the end of the text, images."""
+    images = sum(1 for o in e.outputs if "image/png" in o.get("data", {}))
+    errors = [o for o in e.outputs if o.get("output_type") == "error"]
+    parts = []
+    if errors:
+        parts.append(f"{errors[-1].get('ename')}: {strip_ansi(str(errors[-1].get('evalue')))}")
+    elif e.result and e.result != "(no output)":
+        lines = strip_ansi(e.result).strip().splitlines()
+        parts.extend(lines[:3] + (["...", *lines[-2:]] if len(lines) > 5 else lines[3:]))
+    if images and "[image/" not in e.result:
+        parts.append(f"[{images} image{'s' if images > 1 else ''}]")
+    return "\n".join(_clip(p) for p in parts)
+
+
+def _clip(line: Any, width: int = 160) -> str:
+    text = str(line)
+    return text if len(text) <= width else text[: width - 3] + "..."

@@ -1,0 +1,178 @@
+"""``codeagent resume SESSION.ipynb PROMPT [--from-step N]``: carry on a recorded session.
+
+A new sandbox (local, or on ``--gateway-url``) working in ``--workdir`` or the current
+folder gets the workspace of the session's last step (or of step N) from that folder's
+snapshot store (or ``--snapshots-from``'s), the successful cells are run again to rebuild
+the kernel, the model gets the whole earlier conversation, and the run continues with
+PROMPT. The notebook is data: its limits may only tighten this command's, and the folder it
+names is never adopted (``cli_trust``). Without ``--from-step`` and ``--out`` the session's
+own notebook grows by a run; with either, a new notebook is written whose metadata names its
+parent (``metadata.codeagent.parent``): a fork, history cut at step N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import uuid
+from pathlib import Path
+from typing import Any
+
+from .. import events as ev
+from ..config import AgentConfig
+from ..errors import ConfigError
+from .args import add_isolation, add_limits, add_max_steps, add_model_flags, positive_int
+from .wiring import add_delegate, add_hooks
+
+RESUME_EXAMPLES = """\
+examples:
+  codeagent resume .codeagent/sessions/SESSION.ipynb "now plot it by region"
+  codeagent resume SESSION.ipynb "try a log scale instead" --from-step 3 --out fork.ipynb
+
+Without --from-step and --out the session's own notebook grows by a run; with either, a new
+notebook is written (a fork) whose metadata names the session it came from.
+"""
+
+
+def add_parser(sub: Any) -> None:
+    """The ``resume`` subcommand, with the model flags of ``run``."""
+    resume = sub.add_parser(
+        "resume",
+        help="continue (or fork) a recorded session",
+        description="Continue a recorded session: a new sandbox gets the workspace of its\n"
+        "last step (or of step N), its cells run again, and the model carries on with PROMPT.",
+        epilog=RESUME_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    resume.add_argument("session", type=Path, help="a session notebook (.ipynb)")
+    resume.add_argument("prompt", help="what to do next, in plain words")
+    add_model_flags(resume.add_argument_group("model"))
+    session = resume.add_argument_group("session")
+    session.add_argument(
+        "--from-step",
+        type=positive_int,
+        help="fork from the state after step N (the cells' metadata step; default: the end)",
+    )
+    session.add_argument(
+        "--workdir",
+        type=Path,
+        help="workspace to restore the session into (default: the current folder, which must "
+        "be the one the session ran in)",
+    )
+    session.add_argument(
+        "--snapshots-from",
+        type=Path,
+        metavar="DIR",
+        help="restore the step's files from the snapshots of this folder (the one the session "
+        "ran in), e.g. to fork into an empty --workdir; default: the workspace's own",
+    )
+    session.add_argument(
+        "--out",
+        type=Path,
+        help="notebook to write (default: the session's own; with --from-step, "
+        ".codeagent/sessions/ID.ipynb in the workspace)",
+    )
+    add_max_steps(session)
+    add_hooks(session)
+    add_delegate(session)
+    sandbox = resume.add_argument_group(
+        "sandbox limits",
+        "the limits of this command line (or the defaults); the session's recorded limits may "
+        "only tighten them",
+    )
+    add_limits(sandbox)
+    add_isolation(sandbox)
+
+
+async def run(args: argparse.Namespace) -> int:
+    from ..core.assembly import build_agent
+    from ..core.bus import EventBus
+    from ..models.openai_chat import OpenAIChatModel, resolve_settings
+    from ..record.notary import cli_notary
+    from ..record.reader import parse_session
+    from ..record.recorder import NotebookRecorder
+    from ..record.restore import rebuild
+    from ..record.resume import plan
+    from ..record.snapshots import SnapshotStore
+    from . import args as cli_args
+    from .terminal import make_printer
+    from .trust import read_session_file, signing, workspace
+    from .wiring import drive, hook_chain, report, snapshot_sink, with_delegate
+
+    notary = cli_notary()
+    read = read_session_file(args.session, notary)
+    session = read.path
+    todo = plan(session, args.from_step, notebook=parse_session(read.text, session))
+    model_name, base_url, api_key = resolve_settings(args.model, args.base_url)
+    workdir = workspace(args.workdir, todo.workdir, session.name)
+    limits = cli_args.limits_from(args).tightened_by(todo.limits)
+    session_id = uuid.uuid4().hex[:12]
+    fork = args.from_step is not None or (args.out is not None and args.out.resolve() != session)
+    if fork and args.out is not None and args.out.resolve() == session:
+        raise ConfigError("--out must not overwrite the session being forked")
+    default_out = workdir / ".codeagent" / "sessions" / f"{session_id}.ipynb"
+    out = cli_args.writable_notebook(args.out or default_out) if fork else session
+    # The workspace's own store, or the one this command line names; never a notebook's.
+    source = workdir if args.snapshots_from is None else args.snapshots_from
+    store = SnapshotStore.for_workspace(cli_args.existing_workdir(source))
+    model = OpenAIChatModel(
+        model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens
+    )
+    hooks = hook_chain(args.hook, session_id if fork else todo.session_id)
+    read.say_if_unsigned()
+    async with cli_args.make_sandbox(args, workdir, limits) as sandbox:
+        cli_args.announce(sandbox)
+        rebuilt = await rebuild(todo, sandbox, store)
+        # A fork is a notebook of ours; a notebook carried on in place is signed only if it
+        # was ours already (its earlier content is someone else's otherwise).
+        on_saved = signing(notary) if fork or read.signed else None
+        recorder = NotebookRecorder(out, session_id=session_id, on_saved=on_saved)
+        if (
+            not fork
+            and notary is not None
+            and read.signed
+            and not notary.knows(notary.digest_of(recorder.notebook))
+        ):
+            recorder.on_saved = None  # the file changed since it was checked: not ours
+        meta = recorder.notebook.metadata["codeagent"]
+        if fork:
+            meta["parent"] = {
+                "session_id": todo.session_id,
+                "notebook": session.name,
+                "run": todo.run,
+                "step": todo.step,
+            }
+        meta.setdefault("restores", []).append(rebuilt.to_dict())
+        printer = make_printer()
+        sinks: list[Any] = [snapshot_sink(workdir, recorder), recorder, printer]
+        if hooks is not None:
+            sinks.append(hooks)
+        bus = EventBus([s.emit for s in sinks], keep=False)
+        if not fork:
+            bus.next_seq = todo.last_seq + 1
+        bus.publish(ev.SessionRestored, **rebuilt.event_fields())
+        loop = build_agent(model, sandbox, bus, AgentConfig(max_steps=args.max_steps))
+
+        def child_sandbox(path: Path) -> Any:
+            return cli_args.make_sandbox(args, path, sandbox.limits)
+
+        loop = with_delegate(
+            loop,
+            args.delegate,
+            model,
+            workdir,
+            child_sandbox,
+            earlier=recorder.notebook,
+            session_id=recorder.session_id,
+        )
+        loop.messages += todo.messages
+        loop.messages.append({"role": "user", "content": rebuilt.note_for_model()})
+        loop.run_index = len(meta.get("runs", []))
+        loop.runner.hooks = hooks
+        try:
+            finished = await drive(loop, [args.prompt])
+        finally:
+            printer.close()
+            await model.aclose()
+            if hooks is not None:
+                await hooks.end({})
+    return report(finished, out)

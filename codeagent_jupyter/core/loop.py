@@ -1,0 +1,208 @@
+"""The agent loop: model → tool calls → sandbox → results → model, until an answer or a budget.
+
+This module is the core of the product and knows only the ports in ``protocols.py``: it never
+imports openai, jupyter_client, tornado or ipywidgets, so the same loop serves the CLI, the
+server extension and offline replay. Everything it does is published on the session's
+``EventBus``; one tool call is the ``ToolRunner``'s job, an early stop the ``StopSignal``'s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .. import events as ev
+from ..config import AgentConfig
+from ..errors import ModelError, ReplayError
+from .bus import EventBus
+from .ports import EventSink, Model, SandboxPort
+from .runner import Approver, ToolRunner
+from .stopping import RunStopped, StopSignal
+from .usage import Totals, clean_message
+
+log = logging.getLogger(__name__)
+
+
+class AgentLoop:
+    """A conversation with a model that acts through tools in one sandbox.
+
+    ``run(prompt)`` may be called again for a follow-up: history, sandbox state and event
+    numbering carry on. Events go to ``bus`` (a session's ``EventBus``, or a list of sinks
+    for a bus of its own). Requests stay cache-friendly: the system prompt and tool schemas
+    are fixed at construction and the history is only ever appended to.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        sandbox: SandboxPort | None,
+        tools: Any,
+        bus: EventBus | Sequence[EventSink],
+        config: AgentConfig | None = None,
+        *,
+        approver: Approver | None = None,
+        context: str = "",
+    ) -> None:
+        self.model = model
+        self.sandbox = sandbox
+        self.tools = tools
+        self.bus = bus if isinstance(bus, EventBus) else EventBus([s.emit for s in bus], keep=False)
+        self.config = config or AgentConfig()
+        self.context = context
+        self.messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self.config.system_prompt}
+        ]
+        self.usage = Totals()
+        self.running = False
+        self.run_index = 0
+        self._schemas = tools.schemas()
+        self._steps_taken = 0
+        self.stop = StopSignal(sandbox.interrupt if sandbox is not None else None)
+        self.runner = ToolRunner(
+            tools, self.bus, self.stop.guard, approval=self.config.approval, approver=approver
+        )
+
+    @property
+    def steps_taken(self) -> int:
+        """Model calls of the current (or last) run so far: what its step budget has used."""
+        return self._steps_taken
+
+    def cancel(self, reason: str = "stopped by the user") -> None:
+        """Ask the running run to stop: the model request is dropped, a running cell interrupted."""
+        self.stop.request(ev.CANCELLED, reason)
+
+    async def run(self, prompt: str) -> ev.RunFinished:
+        """Run one request to its end and return the ``RunFinished`` event (also published)."""
+        if self.running:
+            raise RuntimeError("a run is already in progress")
+        self.running = True
+        self.stop.reset()
+        started = time.monotonic()
+        wall = self.config.max_wall_s
+        deadline = asyncio.get_running_loop().call_later(
+            wall, self.stop.request, ev.MAX_WALL_TIME, f"wall-time budget of {wall:g} s used up"
+        )
+        self.bus.publish(
+            ev.RunStarted,
+            prompt=prompt,
+            run_index=self.run_index,
+            model=getattr(self.model, "name", ""),
+            base_url=str(getattr(self.model, "base_url", "") or ""),
+            workdir=str(getattr(self.sandbox, "workdir", "") or ""),
+            limits=self.sandbox.limits.to_dict() if self.sandbox is not None else {},
+            enforcement=dict(getattr(self.sandbox, "enforcement", {}) or {}),
+            config=self.config.to_dict(),
+            preloaded=getattr(self.sandbox, "preloaded", None),
+        )
+        first = self.run_index == 0 and self.context
+        content = f"{self.context}\n\n## Request\n{prompt}" if first else prompt
+        self.messages.append({"role": "user", "content": content})
+        self.run_index += 1
+        answer: str | None = None
+        try:
+            answer = await self._steps()
+            status, reason = ev.ANSWERED, "the model gave its answer"
+        except RunStopped as stop:
+            status, reason = stop.status, stop.reason
+        except (ModelError, ReplayError) as exc:
+            status, reason = ev.MODEL_ERROR, str(exc)
+        except asyncio.CancelledError:
+            self._finish(ev.CANCELLED, "the run's task was cancelled", None, started)
+            raise
+        except Exception as exc:  # a bug of ours: record it rather than lose the session
+            log.exception("agent run failed")
+            status, reason = ev.ERROR, f"internal error: {type(exc).__name__}: {exc}"
+        finally:
+            deadline.cancel()
+            self.running = False
+        return self._finish(status, reason, answer, started)
+
+    def _finish(
+        self, status: str, reason: str, answer: str | None, started: float
+    ) -> ev.RunFinished:
+        return self.bus.publish(
+            ev.RunFinished,
+            status=status,
+            reason=reason,
+            answer=answer,
+            steps=self._steps_taken,
+            duration_s=round(time.monotonic() - started, 3),
+            usage=self.usage.as_dict(),
+        )
+
+    async def _steps(self) -> str:
+        """Query the model and execute its tool calls until it answers; budgets checked first."""
+        cfg = self.config
+        self._steps_taken = 0
+        malformed = 0
+        while True:
+            self.stop.check()
+            if self._steps_taken >= cfg.max_steps:
+                raise RunStopped(
+                    ev.MAX_STEPS, f"step budget of {cfg.max_steps} model calls used up"
+                )
+            if self.usage.total >= cfg.max_tokens:
+                raise RunStopped(ev.MAX_TOKENS, f"token budget of {cfg.max_tokens} tokens used up")
+            self._steps_taken += 1
+            step = self._steps_taken
+            message = await self._query(step)
+            calls = message.get("tool_calls") or []
+            if not calls:
+                answer = message.get("content") or ""
+                if not str(answer).strip():  # an empty answer is no answer: never "answered"
+                    raise ModelError("the model's reply had no text and no tool call")
+                return answer
+            for index, call in enumerate(calls):
+                try:
+                    self.stop.check()
+                    ok = await self._call_tool(step, call)
+                except RunStopped:  # every tool call needs exactly one answer, even unrun ones
+                    for unrun in calls[index:]:
+                        self._tool_message(str(unrun.get("id", "")), "Not run: stopped.")
+                    raise
+                malformed = 0 if ok else malformed + 1
+            if malformed >= cfg.max_malformed:
+                raise RunStopped(
+                    ev.MALFORMED, f"{malformed} malformed tool calls in a row; giving up"
+                )
+
+    async def _query(self, step: int) -> dict[str, Any]:
+        def on_text(text: str) -> None:
+            self.bus.publish(ev.TextDelta, step=step, text=text)
+
+        def on_retry(attempt: int, wait_s: float, reason: str) -> None:
+            self.bus.publish(
+                ev.ModelRetry, step=step, attempt=attempt, wait_s=wait_s, reason=reason
+            )
+
+        request = self.model.complete(
+            self.messages, self._schemas, on_text=on_text, on_retry=on_retry
+        )
+        reply = await self.stop.guard(request, False)
+        usage = self.usage.add(reply.usage)
+        self.bus.publish(ev.UsageUpdated, step=step, **usage)
+        message = clean_message(reply.message)
+        self.messages.append(message)
+        self.bus.publish(ev.AssistantMessage, step=step, message=message)
+        return message
+
+    def _tool_message(self, call_id: str, content: str) -> None:
+        self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
+
+    async def _call_tool(self, step: int, call: dict[str, Any]) -> bool:
+        """Run one tool call and append its one tool message; False when it was malformed."""
+        call_id = str(call.get("id", ""))
+        function = call.get("function") or {}
+        name = str(function.get("name", ""))
+        outcome, well_formed = await self.runner.run(step, call_id, name, function.get("arguments"))
+        if outcome.plan is not None:
+            self.bus.publish(ev.PlanUpdated, steps=outcome.plan)
+        self._tool_message(call_id, outcome.text)
+        finished = ev.ToolCallFinished.from_outcome
+        self.bus.deliver(finished(outcome, step=step, tool_call_id=call_id, name=name))
+        if outcome.over_budget is not None:  # the workspace is over its disk budget
+            self.stop.request(ev.ERROR, outcome.over_budget.reason)
+        return well_formed

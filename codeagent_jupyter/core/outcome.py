@@ -1,0 +1,84 @@
+"""``ToolOutcome``: the one shape a tool call's result has, from the tool to the panel.
+
+The sandbox reports outputs (``ExecResult``); the tool turns them into an outcome and renders
+the model's text exactly once, here, bounded by ``AgentConfig.result_chars``; the loop sends
+that text to the model and publishes ``ToolCallFinished.from_outcome(outcome)``, which the
+recorder, the printer and the panel read. Refusals and errors are outcomes too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..util.disk_budget import OverBudget
+from ..util.textbounds import head_tail, render_outputs
+from .ports import ExecResult
+
+DENIED_TEXT = (
+    "The user denied this tool call; do not retry it unchanged. Ask or choose another way."
+)
+
+
+@dataclass
+class ToolOutcome:
+    """What one tool call came to. Fields are those of ``ToolCallFinished`` (``text`` is its
+    ``result``), and ``plan``."""
+
+    status: str = "ok"
+    """ok | error | timeout | died (a cell or command) | refused (bad call) | denied (user)."""
+    text: str = ""
+    """The text the model is shown: bounded, with the sandbox's note said once."""
+    code: str | None = None
+    """The source that ran (``run_cell``/``run_command``), else None."""
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    """The real nbformat outputs (bounded by the sandbox's ``output_bytes``)."""
+    execution_count: int | None = None
+    duration_s: float = 0.0
+    note: str = ""
+    """What the sandbox did beyond running the code (interrupt, restart, disk budget)."""
+    plan: list[dict[str, str]] | None = None
+    """The plan, for ``update_plan``; published as ``PlanUpdated``."""
+    edit: dict[str, Any] | None = None
+    """For ``edit_cell``: ``{cell_id, old_source, new_source, reason, diff}``."""
+    over_budget: OverBudget | None = None
+    """Set when the call took the workspace over its disk budget: the run stops on it (not
+    an event field; the note says it for the recording)."""
+
+    @classmethod
+    def refused(cls, text: str) -> ToolOutcome:
+        """A call that did not run because it was malformed or the tool refused it."""
+        return cls("refused", text)
+
+    @classmethod
+    def denied(cls) -> ToolOutcome:
+        return cls("denied", DENIED_TEXT)
+
+    @classmethod
+    def failed(cls, text: str) -> ToolOutcome:
+        return cls("error", text)
+
+    @classmethod
+    def of_execution(cls, res: ExecResult, code: str, limit: int) -> ToolOutcome:
+        """An execution's outcome, its model text rendered from the outputs (not ``res.text``,
+        which the sandbox bounds for its own callers) within ``limit`` characters.
+
+        A failed cell starts with ``[cell status: …. note]``; a cell that succeeded with a
+        note ends with ``[note]``: the note appears once either way.
+        """
+        body = head_tail(render_outputs(res.outputs), limit) or "(no output)"
+        if res.status != "ok":
+            note = f" {res.note}" if res.note else ""
+            text = f"[cell status: {res.status}.{note}]\n{body}"
+        else:
+            text = f"{body}\n[{res.note}]" if res.note else body
+        return cls(
+            status=res.status,
+            text=text,
+            code=code,
+            outputs=list(res.outputs),
+            execution_count=res.execution_count,
+            duration_s=res.duration_s,
+            note=res.note,
+            over_budget=res.over_budget,
+        )

@@ -1,0 +1,133 @@
+"""The tool runner: one tool call from the model's message to its outcome.
+
+parse the arguments → ask for approval (tools under the ``ask`` policy) → call the tool →
+one ``ToolOutcome``. Every way a call can go wrong (arguments that are not JSON, an unknown
+tool, a refusal, a failure) becomes an outcome the model is shown, never an exception; only a
+stop of the run (``Guard`` raising) passes through, and the loop answers the calls left.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from .. import events as ev
+from ..errors import CodeAgentError, ToolArgumentError, ToolError
+from .bus import EventBus
+from .outcome import ToolOutcome
+from .stopping import RunStopped
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+Approver = Callable[[str, str, Any], Awaitable["bool | tuple[bool, str]"]]
+"""``(tool_call_id, name, arguments) -> approved``, or ``(approved, remember)`` where the
+decision stands for more than this call (``"session"``); awaited for tools under ``ask``."""
+
+Guard = Callable[[Awaitable[Any], bool], Awaitable[Any]]
+"""``(awaitable, interruptible) -> its result``, or raises when the run is stopped first."""
+
+
+def parse_arguments(name: str, raw: Any) -> tuple[Any, ToolOutcome | None]:
+    """Decode a tool call's arguments; on failure, the refusal the model is shown instead.
+
+    Raw newlines and tabs inside JSON strings are accepted (``strict=False``): local models
+    often write code that way, and the intent is unambiguous.
+    """
+    try:
+        arguments = json.loads(raw or "{}", strict=False) if isinstance(raw, str) else raw
+    except json.JSONDecodeError as exc:
+        return raw, ToolOutcome.refused(
+            f"Error: the arguments for {name!r} are not valid JSON ({exc.msg} at position "
+            f"{exc.pos}). Call the tool again with a JSON object matching its schema."
+        )
+    if not isinstance(arguments, dict):
+        return raw, ToolOutcome.refused(f"Error: arguments for {name!r} must be a JSON object")
+    return arguments, None
+
+
+class ToolRunner:
+    """Runs the model's tool calls against ``tools``, announcing each step on ``bus``."""
+
+    def __init__(
+        self,
+        tools: Any,
+        bus: EventBus,
+        guard: Guard,
+        *,
+        approval: dict[str, str],
+        approver: Approver | None,
+    ) -> None:
+        self.tools = tools
+        self.bus = bus
+        self.guard = guard
+        self.approval = approval
+        self.approver = approver
+        self.hooks: Any = None
+        """A ``hooks.HookChain`` around every well-formed call, or None."""
+
+    async def run(self, step: int, call_id: str, name: str, raw: Any) -> tuple[ToolOutcome, bool]:
+        """The call's outcome, and whether the call was well formed (for the malformed count)."""
+        arguments, refused = parse_arguments(name, raw)
+        if refused is not None:
+            return refused, False
+        if self.hooks is None:
+            return await self._checked(step, call_id, name, arguments)
+        from ..hooks import ToolCall
+
+        call = ToolCall(self.hooks.session_id, step, call_id, name, arguments)
+        verdict = await self.hooks.before(call)
+        if verdict.denied:
+            outcome, well_formed = verdict.outcome(), True
+        else:
+            call = ToolCall(self.hooks.session_id, step, call_id, name, verdict.arguments)
+            outcome, well_formed = await self._checked(step, call_id, name, verdict.arguments)
+        return await self.hooks.after(call, outcome), well_formed
+
+    async def _checked(
+        self, step: int, call_id: str, name: str, arguments: Any
+    ) -> tuple[ToolOutcome, bool]:
+        """Approval (tools under ``ask``), then the call itself."""
+        if self.approval.get(name) == "ask" and not await self._approved(
+            step, call_id, name, arguments
+        ):
+            return ToolOutcome.denied(), True
+        self.bus.publish(
+            ev.ToolCallStarted, step=step, tool_call_id=call_id, name=name, arguments=arguments
+        )
+
+        def on_output(output: dict[str, Any]) -> None:
+            self.bus.publish(ev.CellOutput, tool_call_id=call_id, output=output)
+
+        try:
+            outcome = await self.guard(self.tools.call(name, arguments, on_output=on_output), True)
+        except RunStopped:
+            raise
+        except ToolArgumentError as exc:
+            return ToolOutcome.refused(f"Error: {exc}"), False
+        except ToolError as exc:
+            return ToolOutcome.refused(f"Error: {exc}"), True
+        except CodeAgentError as exc:
+            return ToolOutcome.failed(f"Error: {exc}"), True
+        except Exception as exc:
+            log.exception("tool %s failed", name)
+            return ToolOutcome.failed(
+                f"Error: tool {name} failed: {type(exc).__name__}: {exc}"
+            ), True
+        outcome.text = outcome.text or "(no output)"
+        return outcome, True
+
+    async def _approved(self, step: int, call_id: str, name: str, arguments: Any) -> bool:
+        self.bus.publish(
+            ev.ApprovalRequested, step=step, tool_call_id=call_id, name=name, arguments=arguments
+        )
+        approved, remember = False, ""
+        if self.approver is not None:
+            answer = await self.guard(self.approver(call_id, name, arguments), False)
+            approved, remember = answer if isinstance(answer, tuple) else (bool(answer), "")
+        self.bus.publish(
+            ev.ApprovalDecided, tool_call_id=call_id, approved=approved, remember=remember
+        )
+        return approved

@@ -1,0 +1,329 @@
+"""Session notebooks: an agent run recorded as a valid, re-executable nbformat v4.5 notebook.
+
+``NotebookRecorder`` is an event sink. It turns events into cells as they arrive and rewrites
+the file atomically (temp file in the same directory, then ``os.replace``) after every event
+that completes something, so a killed process leaves the last complete step on disk.
+
+Layout (what a notebook viewer shows):
+
+- the request as a markdown cell (``**Request:** …``), one per run (follow-ups append);
+- the plan as a markdown checklist each time it changes; the model's text as markdown;
+- ``run_cell`` as a code cell with its real outputs and execution count;
+- ``run_command`` as a code cell ``!command`` (``%%bash`` when the command spans lines or
+  uses ``$``/braces, which ``!`` would expand) and ``write_file`` as a ``%%writefile path``
+  code cell, so re-running the notebook in IPython recreates the files and shell effects the
+  later cells depend on (``%%writefile`` ends the file with a newline if it had none);
+- read/list/search calls, refused or denied calls as a one-line markdown note;
+- a markdown note when a run stops without an answer.
+
+Every cell carries ``metadata.codeagent`` (kind, run, step, tool_call_id, tool, status,
+duration_s, note, accepted). The notebook's ``metadata.codeagent`` holds the session: format
+version, model, base URL, limits and their enforcement, usage, timings, per-run status, the
+assistant turns (``transcript``, enough to replay without a model) and a compact event log
+from which ``eventlog.decode_notebook`` rebuilds the events (outputs and code are not stored
+twice: log entries point at their cell). Strings that look like credentials are scrubbed
+(``redact.py``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shlex
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from .. import events as ev
+from ..timeline.state import command_source
+from ..util.atomic import remove_stale, write_atomic
+from ..util.redact import scrub
+from .eventlog import NOT_LOGGED, encode, sent_arguments
+from .helper_sections import HelperSections, is_helper_cell
+from .nbtext import NotebookText
+from .reader import SessionRecord, load_session, read_session
+
+__all__ = ["OUTPUT_CAP", "NotebookRecorder", "SessionRecord", "load_session", "scrub"]
+
+OUTPUT_CAP = 2_000_000
+"""Characters of outputs kept per cell: a safety net behind the sandbox's own bound."""
+_NO_SAVE = {"tool_call_started", "usage", "model_retry"}
+_NOT_RUN = {"refused", "denied"}
+_CELL_TOOLS = {"run_cell", "run_command", "write_file"}
+"""Tools recorded as code cells (``write_file`` as ``%%writefile``), so a re-run recreates
+the files and shell effects later cells depend on."""
+
+
+def _mid_step(event: ev.Event) -> bool:
+    """Events whose step is still in flight: the tool call that ends the step saves them."""
+    if isinstance(event, ev.AssistantMessage):
+        return bool(event.message.get("tool_calls"))
+    return isinstance(event, ev.PlanUpdated)
+
+
+def _source_for(name: str, code: str | None, args: dict[str, Any]) -> str | None:
+    if name == "run_cell":
+        return code if code is not None else args.get("code")
+    if name == "run_command":
+        command = code if code is not None else args.get("command")
+        return command_source(command) if isinstance(command, str) else None
+    path, content = args.get("path"), args.get("content")
+    if isinstance(path, str) and isinstance(content, str) and "\n" not in path:
+        return f"%%writefile {shlex.quote(path)}\n{content}"
+    return None
+
+
+def _clean_outputs(outputs: list[dict[str, Any]], cap: int = OUTPUT_CAP) -> list[Any]:
+    """Valid nbformat outputs only, within ``cap`` characters; what is cut is said in a note."""
+    kept: list[Any] = []
+    used = 0
+    dropped = 0
+    for raw in outputs:
+        node = nbformat.from_dict(copy.deepcopy(raw))
+        try:
+            nbformat.validate(node, ref=node.get("output_type"), version=4)
+        except Exception:
+            dropped += 1
+            continue
+        size = len(json.dumps(raw, default=str))
+        if used + size > cap:
+            if node.output_type == "stream" and cap - used > 1000:
+                text = "".join(node.text) if isinstance(node.text, list) else node.text
+                node.text = text[: cap - used - 200] + "\n[... cut in the recording ...]\n"
+                kept.append(node)
+                used = cap
+            else:
+                dropped += 1
+            continue
+        kept.append(node)
+        used += size
+    if dropped:
+        note = f"[{dropped} output(s) not kept in the recording (invalid or over the size cap)]\n"
+        kept.append(nbformat.v4.new_output("stream", name="stderr", text=note))
+    return kept
+
+
+class NotebookRecorder:
+    """Event sink that keeps ``path`` an up-to-date session notebook."""
+
+    def __init__(
+        self,
+        path: Path | None,
+        *,
+        session_id: str | None = None,
+        on_saved: Callable[[Path, str], None] | None = None,
+    ) -> None:
+        self.path = Path(path) if path is not None else None
+        """None: kept in memory only (a helper's cells for its parent's notebook)."""
+        self.on_saved = on_saved
+        """Called with the path and the exact text after each save (e.g. to sign it)."""
+        self._args: dict[str, Any] = {}
+        self._text = NotebookText()
+        if self.path is not None and self.path.exists():
+            self.notebook = read_session(self.path)
+            self._meta: dict[str, Any] = self.notebook.metadata["codeagent"]
+        else:
+            self.notebook = new_notebook()
+            self.notebook.metadata["kernelspec"] = {
+                "name": "python3",
+                "display_name": "Python 3",
+                "language": "python",
+            }
+            self.notebook.metadata["language_info"] = {"name": "python"}
+            self._meta = {
+                "format_version": ev.FORMAT_VERSION,
+                "session_id": session_id or uuid.uuid4().hex,
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "requests": 0},
+                "runs": [],
+                "transcript": [],
+                "events": [],
+            }
+            self.notebook.metadata["codeagent"] = self._meta
+            self._meta = self.notebook.metadata["codeagent"]  # the node copies what it is given
+        self.session_id: str = self._meta["session_id"]
+        nbformat.validate(self.notebook)
+        if self.path is not None:
+            remove_stale(self.path)
+        self._sections = HelperSections(
+            self.notebook,
+            lambda: max(len(self._meta["runs"]) - 1, 0),
+            lambda: type(self)(None),
+        )
+
+    # -- the sink ---------------------------------------------------------------------------
+
+    def emit(self, event: ev.Event) -> None:
+        """Record ``event``; the file is rewritten when a step (or a run) is complete.
+
+        A killed process therefore loses at most the step in flight, and a step costs
+        one write rather than one per event.
+        """
+        if event.type in NOT_LOGGED:
+            return  # live display only: the finished tool call carries the outputs
+        entry = scrub(event.to_dict())  # a scrubbed copy; the cells are made from it too
+        event = ev.Event.from_dict(entry)
+        saves = event.type not in _NO_SAVE and not _mid_step(event)
+        cell = None
+        match event:
+            case ev.ChildEvent():
+                inner = event.inner()
+                if inner is None or inner.type in NOT_LOGGED:
+                    return
+                cell = self._sections.add(event, inner)
+                saves = inner.type not in _NO_SAVE and not _mid_step(inner)
+            case ev.RunStarted():
+                cell = self._run_started(event)
+            case ev.PlanUpdated():
+                cell = self._plan_updated(event)
+            case ev.AssistantMessage():
+                cell = self._assistant_message(event)
+            case ev.ToolCallStarted():
+                self._args[event.tool_call_id] = event.arguments
+            case ev.ToolCallFinished():
+                cell = self._tool_call_finished(event)
+            case ev.UsageUpdated():
+                self._usage(event)
+            case ev.RunFinished():
+                cell = self._run_finished(event)
+            case ev.CellDecision():
+                self._cell_decision(event)
+        self._meta["events"].append(encode(entry, cell, self._meta["transcript"]))
+        if saves:
+            self.save()
+
+    def save(self) -> None:
+        """Write the notebook atomically: temp file in the same directory, then rename.
+
+        Cells are validated when added and serialised once (``nbtext``), so a save costs
+        about the size of the session metadata, not of all outputs so far.
+        """
+        if self.path is None:
+            return
+        text = self._text.text(self.notebook)
+        write_atomic(self.path, text)
+        if self.on_saved is not None:
+            self.on_saved(self.path, text)
+
+    # -- one method per event (returns the cell it created, if any) ----------------------------
+
+    def _run_started(self, e: ev.RunStarted) -> Any:
+        for key in ("model", "base_url", "workdir", "limits", "enforcement", "config"):
+            self._meta[key] = copy.deepcopy(getattr(e, key))
+        self._meta.setdefault("timings", {"started": e.time})
+        self._meta["status"], self._meta["reason"] = "running", ""
+        run = {"run_index": e.run_index, "prompt": e.prompt, "started": e.time, "status": "running"}
+        self._meta["runs"].append(run)
+        self._meta["transcript"].append([])
+        return self._add(new_markdown_cell(f"**Request:** {e.prompt}"), kind="prompt")
+
+    def _plan_updated(self, e: ev.PlanUpdated) -> Any:
+        lines = ["**Plan**", ""]
+        for item in e.steps:
+            status, step = item.get("status"), item.get("step", "")
+            mark = "x" if status == "done" else " "
+            lines.append(
+                f"- [{mark}] "
+                + (f"**{step}** *(in progress)*" if status == "in_progress" else step)
+            )
+        return self._add(new_markdown_cell("\n".join(lines)), kind="plan")
+
+    def _assistant_message(self, e: ev.AssistantMessage) -> Any:
+        self._turns().append(copy.deepcopy(e.message))
+        text = e.message.get("content") or ""
+        if isinstance(text, list):  # content parts
+            text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
+        if not text.strip():
+            return None
+        kind = "message" if e.message.get("tool_calls") else "answer"
+        return self._add(new_markdown_cell(text), kind=kind, step=e.step)
+
+    def _tool_call_finished(self, e: ev.ToolCallFinished) -> Any:
+        args = self._args.pop(e.tool_call_id, None)
+        if args is None:  # refused or denied before it started: show what the model sent
+            args = sent_arguments(self._turns(), e.tool_call_id)
+        raw = args if isinstance(args, str) else None
+        args = args if isinstance(args, dict) else {}
+        meta: dict[str, Any] = {"tool_call_id": e.tool_call_id, "tool": e.name, "status": e.status}
+        meta |= {"duration_s": round(e.duration_s, 3), "note": e.note}
+        source = None
+        ran = e.status == "ok" or (e.name != "write_file" and e.status not in _NOT_RUN)
+        if e.name in _CELL_TOOLS and ran:
+            source = _source_for(e.name, e.code, args)
+        if e.name == "update_plan" and e.status == "ok":
+            return None  # the plan_updated cell shows it
+        if source is None:
+            shown = ", ".join(f"{k}=`{_short(v)}`" for k, v in args.items())
+            if raw is not None:
+                shown = f"`{_short(raw, 200)}`"
+            text = f"*{e.name}*({shown}) → {e.status}"
+            if e.status != "ok":
+                text += ": " + _short(e.result, 300)
+            return self._add(new_markdown_cell(text), kind="tool", step=e.step, **meta)
+        cell = new_code_cell(source, execution_count=e.execution_count)
+        cell.outputs = _clean_outputs(e.outputs)
+        return self._add(cell, kind="tool", step=e.step, **meta)
+
+    def _usage(self, e: ev.UsageUpdated) -> None:
+        usage = self._meta["usage"]
+        usage["prompt_tokens"] += e.prompt_tokens
+        usage["completion_tokens"] += e.completion_tokens
+        usage["requests"] = usage.get("requests", 0) + 1
+        if e.estimated:
+            usage["estimated"] = True
+
+    def _run_finished(self, e: ev.RunFinished) -> Any:
+        run = self._meta["runs"][-1] if self._meta["runs"] else {}
+        run |= {"status": e.status, "reason": e.reason, "finished": e.time}
+        run |= {"duration_s": round(e.duration_s, 3), "steps": e.steps, "usage": dict(e.usage)}
+        self._meta["status"], self._meta["reason"] = e.status, e.reason
+        timings = self._meta.setdefault("timings", {"started": e.time})
+        timings["finished"] = e.time
+        timings["duration_s"] = round(sum(r.get("duration_s", 0.0) for r in self._meta["runs"]), 3)
+        last = self.notebook.cells[-1] if self.notebook.cells else None
+        answered = last is not None and last.metadata["codeagent"].get("kind") == "answer"
+        if e.status == ev.ANSWERED and (answered or not e.answer):
+            return None
+        text = e.answer if e.status == ev.ANSWERED else f"**Stopped ({e.status}):** {e.reason}"
+        return self._add(
+            new_markdown_cell(text), kind="answer" if e.status == ev.ANSWERED else "stop"
+        )
+
+    def _cell_decision(self, e: ev.CellDecision) -> None:
+        cell = self._find(e.tool_call_id)
+        if cell is not None:
+            cell.metadata["codeagent"]["accepted"] = e.accepted
+            self._text.changed(cell.id)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _turns(self) -> list[Any]:
+        if not self._meta["transcript"]:
+            self._meta["transcript"].append([])
+        return self._meta["transcript"][-1]
+
+    def _add(self, cell: Any, **meta: Any) -> Any:
+        run = max(len(self._meta["runs"]) - 1, 0)
+        cell.metadata["codeagent"] = {"run": run, **meta}
+        nbformat.validate(cell, ref=f"{cell.cell_type}_cell", version=4)
+        self.notebook.cells.append(cell)
+        return cell
+
+    def _find(self, ident: str) -> Any:
+        """The latest cell with this tool call id (ids may repeat across runs) or cell id."""
+        for cell in reversed(self.notebook.cells):
+            if is_helper_cell(cell):
+                continue
+            if cell.id == ident or cell.metadata.get("codeagent", {}).get("tool_call_id") == ident:
+                return cell
+        return None
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """One line of at most ``limit`` characters, for notes about tool calls."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

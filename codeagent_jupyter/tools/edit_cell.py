@@ -1,0 +1,62 @@
+"""``edit_cell``: propose a new source for one of the user's own notebook cells.
+
+The tool changes nothing: the proposal (old and new source, a unified diff, the reason)
+travels on ``ToolCallFinished.edit`` to the panel, where the user accepts or rejects it.
+Accept replaces the cell's source in the live notebook (labextension, by cell id) or, without
+it, puts the new source in a cell below. Model-written code never runs in the user's kernel
+without that click.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+from ..core.outcome import ToolOutcome
+from ..errors import ToolError
+
+MAX_SOURCE = 100_000
+
+
+def cells_of(notebook: Any) -> dict[str, str]:
+    """The user's code cells by cell id (nbformat 4.5 ids), sources joined."""
+    cells = {}
+    for cell in (notebook or {}).get("cells", []):
+        cell_id = cell.get("id")
+        if cell_id and cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            cells[str(cell_id)] = source if isinstance(source, str) else "".join(source)
+    return cells
+
+
+def unified_diff(old: str, new: str, cell_id: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(), new.splitlines(), f"cell {cell_id}", "proposed", lineterm=""
+    )
+    return "\n".join(lines)
+
+
+def propose(cells: Mapping[str, str], cell_id: str, new_source: str, reason: str) -> ToolOutcome:
+    """The outcome of an ``edit_cell`` call; ``ToolError`` for an unknown cell or no change."""
+    if cell_id not in cells:
+        known = ", ".join(list(cells)[:20]) or "none"
+        raise ToolError(f"edit_cell: no code cell {cell_id!r} in the user's notebook ({known})")
+    if len(new_source) > MAX_SOURCE:
+        raise ToolError(f"edit_cell: new_source is longer than {MAX_SOURCE} characters")
+    old = cells[cell_id]
+    if old == new_source:
+        raise ToolError(f"edit_cell: new_source is the same as cell {cell_id}'s source")
+    diff = unified_diff(old, new_source, cell_id)
+    edit = {
+        "cell_id": cell_id,
+        "old_source": old,
+        "new_source": new_source,
+        "reason": reason.strip(),
+        "diff": diff,
+    }
+    text = (
+        f"Proposed an edit of cell {cell_id}; the user will accept or reject it (nothing ran "
+        f"in their kernel).\n{diff}"
+    )
+    return ToolOutcome(text=text, code=new_source, edit=edit)
