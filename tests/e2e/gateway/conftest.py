@@ -27,6 +27,8 @@ import pytest
 from codeagent_jupyter.sandbox.gateway_ceiling import MAX_LIMITS_ENV
 
 REPO = Path(__file__).resolve().parents[3]
+STARTUP_S = 90.0
+"""A gateway imports jupyter_server and starts in a few seconds; a loaded CI machine is slower."""
 GATEWAY_TOKEN = "codeagent-gateway-test-token"
 CEILING = {"memory_mb": 2048, "cpu_seconds": 600, "max_processes": 512, "network": False}
 """The operator's ceiling on the test gateway: the defaults, so only larger requests fail."""
@@ -103,7 +105,7 @@ def start_gateway(
         )
     url = f"http://127.0.0.1:{port}"
     gateway = Gateway(url, token, root, process, log)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + STARTUP_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"kernel gateway exited: {gateway.log_text()[-2000:]}")
@@ -117,7 +119,7 @@ def start_gateway(
         except OSError:
             time.sleep(0.3)
     stop_gateway(gateway)
-    raise RuntimeError("kernel gateway did not come up in 30 s")
+    raise RuntimeError(f"kernel gateway did not come up in {STARTUP_S:g} s")
 
 
 def stop_gateway(gateway: Gateway, sig: int = signal.SIGTERM) -> None:
