@@ -4,7 +4,8 @@ A module that only arrives through another package (``tornado`` through jupyter_
 ``httpx`` through openai) disappears the day that package stops needing it. This reads
 every import of ``codeagent_jupyter/``, ``bench/`` and ``tests/`` and checks each one
 against ``pyproject.toml``: the package's own imports against its dependencies (the class
-gateway's against the ``hub`` extra), the tests' and benchmarks' against the ``test`` extra.
+gateway's against the ``hub`` extra, the Jupyter AI persona's against ``jupyter-ai``), the
+tests' and benchmarks' against the ``test`` extra.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ BY_HAND = {
     "jupyter_server_mcp": "brought by Jupyter AI 3.2 (CI's Jupyter AI lane installs it)",
 }
 """Modules of opt-in tests that no extra can install (they are skipped without them)."""
+
+EXTRA_FOLDERS = {"hub": "hub", "persona": "jupyter-ai"}
+"""Subfolders of the package that only their extra's users import, and that extra: the
+class gateway (``hub``) and the Jupyter AI persona (loaded by Jupyter AI alone, so its
+modules may be missing where the extra is not installed)."""
 
 
 def _declared() -> dict[str, set[str]]:
@@ -78,6 +84,7 @@ def _undeclared(
     allowed: set[str],
     by_module: dict[str, set[str]],
     by_subfolder: dict[str, set[str]],
+    optional_folders: frozenset[str] = frozenset(),
 ) -> list[str]:
     """``path: module (from distribution)`` for each import of ``folder`` whose distribution is
     not in ``allowed``, nor in ``by_module[module]``, nor in ``by_subfolder[first folder]``."""
@@ -91,6 +98,8 @@ def _undeclared(
             if module in BY_HAND and folder.name != "codeagent_jupyter":
                 continue
             dists = _distributions(module)
+            if not dists and where.parts[0] in optional_folders:
+                continue  # that extra is not installed here
             if not dists:
                 problems.append(f"{folder.name}/{where}: {module} is imported but not installed")
             elif not dists & (allowed | here | by_module.get(module, set())):
@@ -103,8 +112,10 @@ def _undeclared(
 def test_the_package_declares_what_it_imports() -> None:
     declared = _declared()
     optional = {module: declared.get(extra, set()) for module, extra in OPTIONAL.items()}
-    hub = {"hub": declared.get("hub", set())}  # codeagent_jupyter/hub/: the class gateway
-    problems = _undeclared(ROOT / "codeagent_jupyter", declared[""], optional, hub)
+    extras = {folder: declared.get(extra, set()) for folder, extra in EXTRA_FOLDERS.items()}
+    problems = _undeclared(
+        ROOT / "codeagent_jupyter", declared[""], optional, extras, frozenset({"persona"})
+    )
     assert not problems, "imported but not in [project] dependencies:\n" + "\n".join(problems)
 
 

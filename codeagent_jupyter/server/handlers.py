@@ -28,18 +28,24 @@ SERVER_OWNER = "server-owner"
 _ID = r"([^/]+)"
 
 
-def owner_of(handler: Any) -> str:
-    """Who a request counts as: the owner of the sessions it creates, the only one who
-    may see or change them (see ``caller_of``), and whose open sessions are capped.
+def owner_for(identity_provider: Any, username: str) -> str:
+    """The owner a user of this server counts as, under ``identity_provider``.
 
     Jupyter's own token/password login has one principal, whoever holds the secret, yet it
     names every cookie-less API request a fresh anonymous user; so behind it all requests
     are one owner. Other identity providers (JupyterHub, custom ones) name real users.
+    The one rule for HTTP requests and for chat messages (``persona``).
     """
-    if type(handler.identity_provider).__module__.startswith("jupyter_server."):
+    if type(identity_provider).__module__.startswith("jupyter_server."):
         return SERVER_OWNER
+    return username
+
+
+def owner_of(handler: Any) -> str:
+    """Who a request counts as: the owner of the sessions it creates, the only one who
+    may see or change them (see ``caller_of``), and whose open sessions are capped."""
     user = handler.current_user
-    return str(getattr(user, "username", user))
+    return owner_for(handler.identity_provider, str(getattr(user, "username", user)))
 
 
 def caller_of(handler: Any) -> Caller:

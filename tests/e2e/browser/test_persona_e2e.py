@@ -1,0 +1,141 @@
+"""``@codeagent`` in JupyterLab's chat panel with Jupyter AI 3.2 (headless Chromium, real
+sandboxes, the scripted model).
+
+Skipped where Jupyter AI is not installed, unless ``CODEAGENT_JUPYTER_AI_TESTS=required``
+(CI's Jupyter AI lane) makes that a failure. The picture of docs/jupyter-ai.md is saved as
+test-artifacts/docs-screenshots/persona.png: copy it to docs/screenshots/ to refresh it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nbformat.v4 import new_code_cell
+
+from tests.e2e.browser.lab import LabPage
+from tests.e2e.browser.test_first_hour_e2e import write
+from tests.e2e.browser.test_panel_e2e import _for_docs
+from tests.persona.server import jupyter_ai_missing
+from tests.scripted_model import ScriptedModelServer, text, tool_calls
+from tests.server.helpers import EXTENSION
+
+REQUIRED = os.environ.get("CODEAGENT_JUPYTER_AI_TESTS") == "required"
+pytestmark = pytest.mark.skipif(
+    jupyter_ai_missing() is not None and not REQUIRED, reason=str(jupyter_ai_missing())
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def jupyter_ai() -> None:
+    missing = jupyter_ai_missing()
+    if missing is not None:
+        pytest.fail(missing, pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def model_server() -> Iterator[ScriptedModelServer]:
+    server = ScriptedModelServer([]).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def lab_config(model_server: ScriptedModelServer) -> dict[str, Any]:
+    return {
+        "ServerApp": {"jpserver_extensions": {EXTENSION: True}},
+        "MCPExtensionApp": {"mcp_port": 0},
+        "CodeAgent": {
+            "model": "scripted",
+            "base_url": model_server.url,
+            "api_key": "sk-browser-test",
+            "pool_size": 1,
+            "preload": [],
+            "limits": {"cell_timeout": 60, "memory_mb": 1024},
+        },
+    }
+
+
+def test_the_persona_replies_in_the_chat_panel_and_a_cell_goes_into_the_notebook(
+    jupyterlab_server: tuple[str, str, Path],
+    browser_page: Any,
+    screenshot: Any,
+    artifacts_dir: Path,
+    model_server: ScriptedModelServer,
+) -> None:
+    """A request typed into JupyterLab's chat panel is answered by ``@codeagent``: its plan,
+    its cell with the output, its answer; the chat's code toolbar inserts the cell below
+    the active cell of the notebook open beside the chat."""
+    base_url, token, root = jupyterlab_server
+    plan = {"steps": [{"step": "Multiply six by seven", "status": "done"}]}
+    plot = (
+        "import matplotlib\nmatplotlib.use('module://matplotlib_inline.backend_inline')\n"
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()"
+    )
+    leak = "http://127.0.0.1:9/leak.png"  # nothing listens: only the request would tell
+    model_server.set_script(
+        [
+            tool_calls(("update_plan", plan), ("run_cell", {"code": "print(6 * 7)"})),
+            tool_calls(("run_cell", {"code": plot})),
+            text(f'The answer is **42**. ![chart]({leak}) <img src="{leak}">'),
+        ]
+    )
+    write(root, "work.ipynb", [new_code_cell("# my notebook", id="mine")])
+    (root / "ask.chat").write_text("")
+    page = browser_page
+    page.set_viewport_size({"width": 1500, "height": 1100})
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
+    lab = LabPage(page, base_url, token)
+    lab.open_notebook("work.ipynb")
+    lab.select_cell("mine")
+    lab.execute_command("docmanager:open", {"path": "ask.chat", "options": {"mode": "split-right"}})
+    chat = page.locator(".jp-chat-messages-container").first
+    box = page.locator(".jp-chat-input-container textarea").first
+    box.wait_for(state="visible")
+    # The persona picker addresses the chat input to @codeagent once the persona has joined.
+    page.locator(".jp-jai-personaControls-persona", has_text="codeagent").wait_for()
+    box.click()
+    box.fill("@codeagent what is six times seven?")
+    box.press("Enter")
+    chat.locator(".codeagent-chat-end").first.wait_for(timeout=120_000)
+    rendered = chat.inner_text()
+    assert "Multiply six by seven" in rendered
+    assert "print(6 * 7)" in rendered and "42" in rendered
+    assert "The answer is 42." in rendered  # Markdown rendered: no asterisks left
+    assert chat.locator("strong", has_text="42").count() == 1
+    # The plot arrives as an image from a data: URL, and it loads.
+    image = chat.locator("img.codeagent-plot, .jp-chat-rendered-message img[src^='data:']")
+    image.first.wait_for()
+    assert image.first.evaluate("img => img.complete && img.naturalWidth > 0")
+    # The model's remote images were never requested.
+    assert not [url for url in fetched if url.startswith(leak[:-9])], fetched
+    code = chat.locator("pre", has_text="print(6 * 7)").first
+    code.scroll_into_view_if_needed()
+    screenshot(page, "chat")
+
+    # jupyterlab-chat's code toolbar under the cell's code: insert below the active cell.
+    code.hover()
+    toolbar = chat.locator(".jp-chat-code-toolbar").first
+    toolbar.wait_for()
+    page.get_by_role("button", name="Insert below active cell").first.click()
+    lab.wait_cell_count(2)
+    sources = [cell["source"] for cell in lab.cells()]
+    assert sources == ["# my notebook", "print(6 * 7)"], sources
+    screenshot(page, "inserted")
+
+    # The answer at the end of the reply, in the light theme and in JupyterLab Dark: the
+    # persona's messages use the chat's own styles, so they follow the theme.
+    answer = chat.locator("strong", has_text="42").first
+    answer.scroll_into_view_if_needed()
+    page.mouse.move(0, 0)  # no toolbar tooltip over the picture
+    page.locator("[role=tooltip]").first.wait_for(state="hidden")
+    shutil.copyfile(screenshot(page, "answer"), _for_docs(artifacts_dir, "persona.png"))
+    lab.execute_command("apputils:change-theme", {"theme": "JupyterLab Dark"})
+    page.wait_for_function("document.body.dataset.jpThemeLight === 'false'")
+    answer.scroll_into_view_if_needed()
+    screenshot(page, "answer-dark")
