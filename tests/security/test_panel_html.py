@@ -188,4 +188,4 @@ def test_sandbox_html_never_runs_in_the_panel(
     )
     assert live.count() == 0
     panel.scroll_into_view_if_needed()
-    screenshot(page, "panel")  # test-artifacts/: the table and picture as the user sees them
+    screenshot(page, "panel")  # the artifacts folder: the table and picture as the user sees them

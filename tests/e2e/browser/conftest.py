@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -97,9 +98,13 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def artifacts_dir(request: pytest.FixtureRequest) -> Path:
-    """Where screenshots go: `test-artifacts/` at the repository root (CI uploads it)."""
-    path = Path(request.config.rootpath) / "test-artifacts"
-    path.mkdir(exist_ok=True)
+    """Where screenshots go: ``$CODEAGENT_TEST_ARTIFACTS``, else a folder in the system's temp dir.
+
+    Never the checkout: a test run leaves the tree as it found it, ignored folders included.
+    """
+    default = Path(tempfile.gettempdir()) / "codeagent-test-artifacts"
+    path = Path(os.environ.get("CODEAGENT_TEST_ARTIFACTS") or default)
+    path.mkdir(parents=True, exist_ok=True)
     return path
 
 
@@ -277,7 +282,7 @@ def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture
 def screenshot(request: pytest.FixtureRequest, artifacts_dir: Path) -> Callable[..., Path]:
-    """`screenshot(page, "name")` saves `test-artifacts/<test>-<name>.png`; returns the path."""
+    """`screenshot(page, "name")` saves `<artifacts>/<test>-<name>.png`; returns the path."""
 
     def take(page: Any, name: str) -> Path:
         path = artifacts_dir / f"{request.node.name}-{name}.png"

@@ -1,7 +1,7 @@
 """A data scientist's first hour in JupyterLab (headless Chromium, the built labextension,
 real sandboxes, the scripted model): six ``%agent`` runs in a row; a renamed notebook;
 ``%agent fix`` on cells never saved; the "Fix with codeagent" button on an error; the
-kernel's interrupt (■) stopping a run. Screenshots go to test-artifacts/."""
+kernel's interrupt (■) stopping a run. Screenshots go to the artifacts folder (docs/testing.md)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ sandboxes, the scripted model).
 
 Skipped where Jupyter AI is not installed, unless ``CODEAGENT_JUPYTER_AI_TESTS=required``
 (CI's Jupyter AI lane) makes that a failure. The picture of docs/jupyter-ai.md is saved as
-test-artifacts/docs-screenshots/persona.png: copy it to docs/screenshots/ to refresh it.
+the artifacts folder's docs-screenshots/persona.png: copy it to docs/screenshots/ to refresh it.
 """
 
 from __future__ import annotations
