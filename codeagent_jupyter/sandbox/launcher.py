@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
-from . import cgroup, gateway_ceiling
+from . import cgroup, gateway_ceiling, tracebacks
 from .cpu import THREAD_VARIABLES, CPUBudget, pool_threads
 from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV, MAX_LIMITS_ENV
 from .isolation import (
@@ -323,6 +323,7 @@ def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
         # note for a terminal user. 1 means "started by a manager", and on POSIX starts
         # no parent poller: the sandbox's own supervision ends the kernel with its parent.
         argv.append("--IPKernelApp.parent_handle=1")
+    tracebacks.install()  # a cell's traceback shows the lines that ran (IPython >= 9.12)
     app = IPKernelApp.instance()
     app.initialize(argv)
     if enforcement["cpu"] == "rlimit":
