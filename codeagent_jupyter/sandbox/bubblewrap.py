@@ -20,7 +20,7 @@ import os
 import shlex
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,28 +86,31 @@ def bundled() -> Bwrap | None:
     return Bwrap(path, "bundled", version)
 
 
-def candidates(env: Mapping[str, str] = os.environ) -> list[Bwrap]:
-    """The executables to try, best first: the system's on ``PATH``, then the bundled one."""
+def candidates(env: Mapping[str, str] = os.environ) -> Iterator[Bwrap]:
+    """The executables to try, best first: the system's on ``PATH``, then the bundled one.
+
+    Lazy, so that a launch whose system bwrap works never looks for the bundled one.
+    Raises ``ValueError`` for an unknown setting before yielding anything.
+    """
     choice = setting(env)
-    found: list[Bwrap] = []
-    if choice in ("auto", "system"):
-        system = shutil.which("bwrap", path=env.get("PATH", os.defpath))
-        if system:
-            found.append(Bwrap(system, "system"))
+    return _candidates(choice, env.get("PATH", os.defpath))
+
+
+def _candidates(choice: str, path: str) -> Iterator[Bwrap]:
+    system = shutil.which("bwrap", path=path) if choice in ("auto", "system") else None
+    if system:
+        yield Bwrap(system, "system")
     own = bundled() if choice in ("auto", "bundled") else None
-    same = own is not None and any(os.path.samefile(c.path, own.path) for c in found)
-    if own is not None and not same:
-        found.append(own)
-    return found
+    if own is not None and not (system and os.path.samefile(system, own.path)):
+        yield own
 
 
 def find(env: Mapping[str, str] = os.environ) -> Bwrap | None:
     """The first bubblewrap there is (without checking that it can create namespaces)."""
     try:
-        found = candidates(env)
+        return next(candidates(env), None)
     except ValueError:
         return None
-    return found[0] if found else None
 
 
 def probe(argv: list[str]) -> str:
