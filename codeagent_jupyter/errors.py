@@ -35,10 +35,9 @@ class IsolationUnavailable(SandboxError):
     def explain(self, option: str, meaning: str = "") -> str:
         """The one-line message naming ``option`` (e.g. ``--isolation none``) as the choice."""
         then = f": {meaning}" if meaning else ""
-        return (
-            f"{self.reason}; install bubblewrap, or choose an unconfined sandbox explicitly "
-            f"({option}){then}"
-        )
+        # The launcher's reason says what to do after "to isolate it here:"; an older one does not.
+        fix = "or" if "to isolate it here:" in self.reason else "install bubblewrap, or"
+        return f"{self.reason}; {fix} choose an unconfined sandbox explicitly ({option}){then}"
 
 
 class ToolError(CodeAgentError):

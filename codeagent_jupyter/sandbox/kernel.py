@@ -153,7 +153,7 @@ class Sandbox(CellRunner):
             text = (Path(connection_file).parent / REFUSED_FILE).read_text()
         except OSError:
             return None
-        return " ".join(text.split())[:500] or None
+        return " ".join(text.split())[:2000] or None
 
     @property
     def private_dir(self) -> Path | None:

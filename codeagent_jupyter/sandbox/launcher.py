@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
-from . import cgroup, gateway_ceiling
+from . import bubblewrap, cgroup, gateway_ceiling, tracebacks
 from .cpu import THREAD_VARIABLES, CPUBudget, pool_threads
 from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV, MAX_LIMITS_ENV
 from .isolation import (
@@ -44,7 +44,6 @@ from .isolation import (
     SANDBOX_UID,
     WORKDIR_ENV,
     bwrap_argv,
-    bwrap_works,
     scrub_env,
     unshare_argv,
 )
@@ -109,12 +108,9 @@ def _refuse(connection_file: Path, reason: str) -> None:
     raise SystemExit(3)
 
 
-def _confinement_reason(enforcement: dict[str, str]) -> str:
+def _confinement_reason(enforcement: dict[str, str], choice: bubblewrap.Choice) -> str:
     missing = " and no ".join(k for k in CONFINEMENT if enforcement.get(k, "none") == "none")
-    return (
-        f"sandbox refused to start: no {missing} {NO_ISOLATION} (bubblewrap is missing or "
-        "cannot create namespaces here)"
-    )
+    return f"sandbox refused to start: no {missing} {NO_ISOLATION}: {bubblewrap.advice(choice)}"
 
 
 def _cap_processes(limits: SandboxLimits, enforcement: dict[str, str]) -> None:
@@ -151,6 +147,7 @@ def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     kernel_args = kernel_args or []
     try:
         limits, workdir, unconfined_ok = gateway_ceiling.resolve(os.environ, os.getcwd())
+        bubblewrap.setting(os.environ)
     except ValueError as e:
         _refuse(connection_file, str(e))
     info = json.loads(connection_file.read_text())
@@ -181,19 +178,21 @@ def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     network_none = "allowed" if limits.network else "none"
 
     kind, prefix = "none", list[str]()
-    if bwrap_works(network=not netns_possible):
+    choice = bubblewrap.choose(network=not netns_possible)
+    if choice.bwrap is not None:
         with contextlib.suppress(OSError):
             (workdir / STATE_DIR).mkdir(exist_ok=True)  # a mount point for its mask
         writable = [Path(info["ip"]).parent] if ipc else []
         kind = "bwrap"
         prefix = bwrap_argv(
+            exe=choice.bwrap.path,
             workdir=workdir,
             writable=writable,
             readable=[connection_file, *python_paths()],
             network=not netns_possible,
             tmp_bytes=max(limits.file_size_mb, 64) * _MIB,
         )
-        enforcement.update(filesystem="bwrap", pid="bwrap")
+        enforcement.update(filesystem="bwrap", pid="bwrap", bwrap=choice.bwrap.label)
         enforcement["network"] = "bwrap" if netns_possible else network_none
     elif (fallback := unshare_argv(network=not netns_possible)) is not None:
         kind, prefix = "unshare", fallback
@@ -205,7 +204,7 @@ def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     for key in CONFINEMENT:
         enforcement.setdefault(key, "none")
     if is_unconfined(enforcement) and not unconfined_ok:
-        _refuse(connection_file, _confinement_reason(enforcement))
+        _refuse(connection_file, _confinement_reason(enforcement, choice))
     _cap_processes(limits, enforcement)
 
     state = {"enforcement": enforcement, "mpl_cache": str(mpl_cache), "private": kind == "bwrap"}
@@ -323,6 +322,7 @@ def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
         # note for a terminal user. 1 means "started by a manager", and on POSIX starts
         # no parent poller: the sandbox's own supervision ends the kernel with its parent.
         argv.append("--IPKernelApp.parent_handle=1")
+    tracebacks.install()  # a cell's traceback shows the lines that ran (IPython >= 9.12)
     app = IPKernelApp.instance()
     app.initialize(argv)
     if enforcement["cpu"] == "rlimit":

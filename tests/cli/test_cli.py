@@ -14,6 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from codeagent_jupyter.sandbox.bubblewrap import BWRAP_ENV
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -135,7 +136,7 @@ def test_without_bwrap_the_refusal_names_isolation_none(tmp_path):
     result = codeagent(
         "run", "x", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
         "--workdir", str(work), "--out", str(work / "s.ipynb"),
-        env={"PATH": str(bin_dir)},
+        env={"PATH": str(bin_dir), BWRAP_ENV: "system"},  # not the bundled bwrap either
     )  # fmt: skip
     assert result.returncode == 1
     line = one_line_error(result)

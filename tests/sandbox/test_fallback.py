@@ -9,12 +9,15 @@ from pathlib import Path
 import pytest
 
 from codeagent_jupyter.sandbox import Sandbox
+from codeagent_jupyter.sandbox.bubblewrap import BWRAP_ENV
 
 from .conftest import SMALL
 
 
 @pytest.mark.parametrize("tools", [(), ("unshare",)], ids=["no-tools", "unshare-only"])
-async def test_without_bwrap_claims_only_what_it_applied(tmp_path: Path, tools: tuple) -> None:
+async def test_without_bwrap_claims_only_what_it_applied(
+    tmp_path: Path, tools: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in tools:
@@ -22,6 +25,7 @@ async def test_without_bwrap_claims_only_what_it_applied(tmp_path: Path, tools: 
         if found is None:
             pytest.skip(f"{tool} is not installed")
         (bin_dir / tool).symlink_to(found)
+    monkeypatch.setenv(BWRAP_ENV, "system")  # not the bundled bwrap either
     saved = os.environ["PATH"]
     os.environ["PATH"] = str(bin_dir)  # the launcher sees only these tools
     try:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from codeagent_jupyter.sandbox.bubblewrap import BWRAP_ENV
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
 
 KEY = "sk-cli-secret-0123456789abcdefghij"
@@ -95,6 +96,7 @@ def test_unconfined_sandbox_cannot_read_the_cli_key(home: Path) -> None:
         env = {
             **paths,
             "PATH": str(home / "bin"),
+            BWRAP_ENV: "system",  # unconfined: not even the bundled bwrap
             "HOME": str(home),
             "OPENAI_API_KEY": KEY,
             "JUPYTER_RUNTIME_DIR": str(home / "runtime"),

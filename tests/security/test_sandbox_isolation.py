@@ -24,7 +24,8 @@ from codeagent_jupyter.config import AgentConfig
 from codeagent_jupyter.core.loop import AgentLoop
 from codeagent_jupyter.errors import ConfigError, SandboxError
 from codeagent_jupyter.models.openai_chat import OpenAIChatModel
-from codeagent_jupyter.sandbox import Sandbox, SandboxLimits
+from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, bubblewrap
+from codeagent_jupyter.sandbox.bubblewrap import BWRAP_ENV
 from codeagent_jupyter.tools import ToolBox
 from tests.scripted_model import text, tool_calls
 
@@ -41,7 +42,7 @@ SLEEP = shutil.which("sleep") or "/bin/sleep"
 
 
 def _bwrap_or_skip() -> None:
-    if shutil.which("bwrap") is None:
+    if bubblewrap.find() is None:
         pytest.skip("bubblewrap is not installed")
 
 
@@ -173,7 +174,9 @@ async def test_kernel_is_nobody_without_capabilities_or_host_sockets(confined: S
     assert confined.enforcement["user"] == "uid 65534 (user namespace)"
 
 
-def _narrow_path(tmp_path: Path, tools: tuple[str, ...]) -> str:
+def _narrow_path(tmp_path: Path, tools: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> str:
+    """A PATH with only ``tools``; the bundled bwrap is not allowed either."""
+    monkeypatch.setenv(BWRAP_ENV, "system")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in tools:
@@ -188,7 +191,7 @@ def _narrow_path(tmp_path: Path, tools: tuple[str, ...]) -> str:
 async def test_without_bwrap_refuses_unless_unconfined_is_chosen(
     tmp_path: Path, tools: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PATH", _narrow_path(tmp_path, tools))  # the launcher's view
+    monkeypatch.setenv("PATH", _narrow_path(tmp_path, tools, monkeypatch))  # the launcher's view
     workspace = tmp_path / "ws"
     workspace.mkdir()
     with pytest.raises(SandboxError) as refused:
@@ -239,7 +242,7 @@ async def test_double_forked_daemon_dies_with_the_sandbox(
         _bwrap_or_skip()
     else:
         monkeypatch.setenv(
-            "PATH", _narrow_path(tmp_path, ("unshare",) if mode == "unshare" else ())
+            "PATH", _narrow_path(tmp_path, ("unshare",) if mode == "unshare" else (), monkeypatch)
         )
     key, how = {"bwrap": ("pid", "bwrap"), "unshare": ("pid", "unshare")}.get(
         mode, ("processes", "cgroup")
@@ -266,7 +269,7 @@ async def test_sandboxes_do_not_share_ipython_dirs(
     tmp_path: Path, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if mode == "unshare":  # where every kernel used to share /tmp/codeagent/ipython
-        monkeypatch.setenv("PATH", _narrow_path(tmp_path, ("unshare",)))
+        monkeypatch.setenv("PATH", _narrow_path(tmp_path, ("unshare",), monkeypatch))
     else:
         _bwrap_or_skip()
     listings = []
@@ -342,7 +345,8 @@ def _as_nobody(script: str, workspace: Path, timeout: float = 60) -> subprocess.
 NPROC_SCRIPT = """
 import asyncio, json, logging, os
 logging.basicConfig(level=logging.INFO)
-from codeagent_jupyter.sandbox import Sandbox, SandboxLimits
+from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, bubblewrap
+from codeagent_jupyter.sandbox.bubblewrap import BWRAP_ENV
 CELL = '''
 import os, time
 n = 0

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import pickle
-import shutil
 from pathlib import Path
 from textwrap import dedent
 
 import pytest
 
-from codeagent_jupyter.sandbox import Sandbox, SandboxLimits
+from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, bubblewrap
 from codeagent_jupyter.server.loader import loader_code, parse_loaded
 from codeagent_jupyter.server.staging import _place, stage
 from codeagent_jupyter.server.uploads import FORMATS, UploadStore
@@ -48,7 +47,7 @@ def _upload(tmp_path: Path) -> list:
 
 
 async def test_another_sandbox_cannot_read_a_staged_upload(tmp_path: Path) -> None:
-    if shutil.which("bwrap") is None:
+    if bubblewrap.find() is None:
         pytest.skip("bubblewrap is not installed: no sandbox is confined here")
     workspace = tmp_path / "project"
     workspace.mkdir()

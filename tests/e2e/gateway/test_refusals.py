@@ -19,6 +19,7 @@ import pytest
 from codeagent_jupyter.errors import SandboxError
 from codeagent_jupyter.sandbox import SandboxLimits
 from codeagent_jupyter.sandbox.backend import make_backend
+from codeagent_jupyter.sandbox.bubblewrap import BWRAP_ENV
 from tests.cli.test_cli import codeagent, one_line_error
 from tests.e2e.gateway.conftest import Gateway, gateway_kernels, start_gateway, stop_gateway
 
@@ -38,8 +39,11 @@ def bare(tmp_path: Path) -> Iterator[Gateway]:
 
 @pytest.fixture
 def unconfinable(tmp_path: Path) -> Iterator[Gateway]:
-    """A gateway whose host cannot isolate a sandbox: bubblewrap is not on its PATH."""
-    gw = start_gateway(tmp_path, env={"PATH": str(Path(sys.executable).parent)})
+    """A gateway whose host cannot isolate a sandbox: bubblewrap is not on its PATH, and the
+    bundled one is not allowed (the gateway passes the setting on to its kernels)."""
+    env = {"PATH": str(Path(sys.executable).parent), BWRAP_ENV: "system"}
+    env["KG_ENV_PROCESS_WHITELIST"] = BWRAP_ENV
+    gw = start_gateway(tmp_path, env=env)
     try:
         yield gw
     finally:

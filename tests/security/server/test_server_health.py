@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from codeagent_jupyter.sandbox import report
+from codeagent_jupyter.sandbox.bubblewrap import BWRAP_ENV
 from tests.scripted_model import text
 from tests.server.helpers import Api
 
@@ -51,6 +52,7 @@ async def test_health_warns_when_sandboxes_are_unconfined(
     (bare / "python").symlink_to(sys.executable)
     assert shutil.which("bwrap", path=str(bare)) is None
     monkeypatch.setenv("PATH", str(bare))
+    monkeypatch.setenv(BWRAP_ENV, "system")  # not the bundled bwrap either
     health = await api.ok("GET", "health")
     assert health["sandbox"]["allow_unconfined"] is True
     assert health["unconfined"] is None  # nothing started yet: not known
