@@ -9,10 +9,9 @@ command run confined, and its first line names the bundled bwrap.
 
 Installing every dependency into a new environment takes minutes, so CI does not pay for it
 twice: ``.ci/run`` runs this test first, in its own fresh environment right after ``pip
-install .`` (``CODEAGENT_FRESH_VENV`` names it; the test extra comes after), and leaves the
-``install`` mark out of the suite that follows. Without that variable the test builds its own
-virtualenv (from the pip cache after the first time); ``pytest -m "not install"`` leaves it
-out.
+install .`` (``CODEAGENT_FRESH_VENV`` names it; the test extra comes after). The ``install``
+mark is opt-in (``pytest -m install``), so the README's ``pytest`` leaves it out; without that
+variable the test builds its own virtualenv (from the pip cache after the first time).
 """
 
 from __future__ import annotations
