@@ -81,19 +81,18 @@ class FileChange:
         found = self.found
         if self.status == "added":
             if found is not None and found.rows is not None:
-                return f"new, {found.rows} rows"
+                return f"new, {_count(found.rows, 'row')}"
             if found is not None and found.kind == "notebook":
-                return f"new, {found.cell_count} cells"
+                return f"new, {_count(found.cell_count, 'cell')}"
             if found is not None and found.kind == "text":
-                return f"new, {found.lines} lines"
+                return f"new, {_count(found.lines, 'line')}"
             if self.kind == "image":
                 return "new"
             return f"new, {human(self.size_after)}"
         if found is not None and found.added is not None:
             return f"+{found.added} {MINUS}{found.removed}"
         if found is not None and found.kind == "notebook":
-            count = found.cells_changed or 0
-            return f"{count} cell{'s' * (count != 1)} changed"
+            return f"{_count(found.cells_changed, 'cell')} changed"
         if self.kind == "image":
             return "changed"
         return f"changed, {human(self.size_before)} → {human(self.size_after)}"
@@ -158,6 +157,11 @@ class ChangeSet:
             "notes": self.notes,
             "reverted": self.reverted,
         }
+
+
+def _count(number: int | None, noun: str) -> str:
+    number = number or 0
+    return f"{number} {noun}{'s' * (number != 1)}"
 
 
 def human(size: int | None) -> str:
