@@ -163,7 +163,9 @@ def test_resume_ends_with_the_whole_sessions_change_set(scripted_model, tmp_path
 def test_diff_without_snapshots_and_bad_input(scripted_model, tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    scripted_model.set_script([tool_calls(("run_cell", {"code": "open('a.txt', 'w')"})), text("ok")])
+    scripted_model.set_script(
+        [tool_calls(("run_cell", {"code": "open('a.txt', 'w')"})), text("ok")]
+    )
     out = tmp_path / "plain.ipynb"
     model = ("--model", "m", "--base-url", scripted_model.url)
     args = ("run", "go", *model, "--workdir", str(ws), "--out", str(out), "--no-snapshots")
