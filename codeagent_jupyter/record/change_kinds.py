@@ -120,7 +120,12 @@ def _text_change(path: str, old: str | None, new: str | None, max_lines: int) ->
     if old is not None and new is not None and max(len(a), len(b)) > MAX_LINES:
         found.note = f"too many lines to diff ({len(a):,} → {len(b):,} lines)"
         return found
-    rows = _unified(path, a, b, old is not None, new is not None)
+    if old is None or new is None:
+        found.added, found.removed, found.diff, found.cut = _whole(
+            path, a, b, new is None, max_lines
+        )
+        return found
+    rows = difflib.unified_diff(a, b, f"a/{path}", f"b/{path}", lineterm="")
     found.added, found.removed, found.diff, found.cut = _count_and_cut(rows, max_lines)
     return found
 
@@ -130,21 +135,23 @@ def _rows(lines: list[str]) -> int:
     return max(sum(1 for line in lines if line.strip()) - 1, 0)
 
 
-def _unified(path: str, a: list[str], b: list[str], had: bool, has: bool) -> Iterator[str]:
-    """A unified diff; a new or deleted file's is built directly (no matching needed)."""
-    before = f"a/{path}" if had else "/dev/null"
-    after = f"b/{path}" if has else "/dev/null"
-    if had and has:
-        yield from difflib.unified_diff(a, b, before, after, lineterm="")
-        return
-    if not a and not b:
-        return
-    yield f"--- {before}"
-    yield f"+++ {after}"
-    yield f"@@ -{1 if a else 0},{len(a)} +{1 if b else 0},{len(b)} @@"
-    sign, lines = ("-", a) if had else ("+", b)
-    for line in lines:
-        yield sign + line
+def _whole(
+    path: str, a: list[str], b: list[str], deleted: bool, max_lines: int
+) -> tuple[int, int, list[str], int | None]:
+    """The diff of a new or deleted file, built directly: no matching, no pass over the
+    lines beyond those kept."""
+    lines = a if deleted else b
+    if not lines:
+        return 0, 0, [], None
+    head = [
+        f"--- a/{path}" if deleted else "--- /dev/null",
+        "+++ /dev/null" if deleted else f"+++ b/{path}",
+        f"@@ -1,{len(a)} +0,0 @@" if deleted else f"@@ -0,0 +1,{len(b)} @@",
+    ]
+    sign = "-" if deleted else "+"
+    rows = head + [sign + line for line in lines[: max(max_lines - len(head), 0)]]
+    cut = max_lines if len(lines) + len(head) > max_lines else None
+    return (0, len(lines), rows, cut) if deleted else (len(lines), 0, rows, cut)
 
 
 def _count_and_cut(rows: Iterator[str], max_lines: int) -> tuple[int, int, list[str], int | None]:

@@ -135,9 +135,14 @@ class ChangesView:
     def _row(self, change: dict[str, Any]) -> w.VBox:
         path = str(change.get("path", ""))
         revert = button("Revert this file", "codeagent-revert", lambda: self.revert(path))
+        revert.layout.align_self = "flex-start"
         revert.disabled = not change.get("revertible")
         if not change.get("revertible"):
-            revert.tooltip = "its earlier version is not in the snapshot store"
+            revert.tooltip = "not revertible: no earlier copy in the snapshot store, or not a file"
+        elif change.get("status") == "added":
+            revert.tooltip = "remove it: the session created it"
+        else:
+            revert.tooltip = "put back its version from before the session"
         self.buttons[path] = revert
         row = w.VBox(
             [w.HTML(file_html(change), layout=w.Layout(width="100%")), revert],
