@@ -1,4 +1,4 @@
-"""``python -m codeagent_jupyter.cli``: the ``codeagent`` command (the tests run it so)."""
+"""``python -m codeagent_jupyter.cli``: the ``codeagent`` command without its console script."""
 
 import sys
 

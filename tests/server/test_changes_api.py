@@ -81,6 +81,12 @@ async def test_changes_route_and_revert(
         code, reply = await api.call("GET", f"sessions/{sid}/changes", **asked)
         assert code == 400 and "step" in reply["message"], (bad, reply)
 
+    # The session notebook ends with the same change set, as markdown.
+    saved = (await api.call("GET", f"sessions/{sid}/notebook", headers=ALICE))[1]
+    last = nbformat.from_dict(saved).cells[-1]
+    assert last.metadata["codeagent"]["kind"] == "changes"
+    assert changes["summary"] in last.source
+
     # Per owner: bob gets the 404 of a session that does not exist; carol (a reader) may look.
     code, reply = await api.call("GET", f"sessions/{sid}/changes", headers=BOB)
     assert code == 404 and reply["message"] == f"no session {sid}"
@@ -133,3 +139,20 @@ async def test_changes_route_and_revert(
     assert code == 409 and "running" in reply["message"]
     await _finished(api, sid, ALICE)
     assert (proj / "chart.png").exists()
+
+    # Paused, then resumed in a new sandbox: the notebook still ends with one change set,
+    # the whole session's, reverts included.
+    assert (await api.call("POST", f"sessions/{sid}/pause", headers=ALICE))[0] == 200
+    scripted_model.set_script([_cell("open('more.txt', 'w').write('more\\n')"), text("more")])
+    code, _ = await api.call("POST", f"sessions/{sid}/messages", {"text": "go on"}, headers=ALICE)
+    assert code == 202
+    await _finished(api, sid, ALICE)
+    code, changes = await api.call("GET", f"sessions/{sid}/changes", headers=ALICE)
+    assert [f["path"] for f in changes["files"]] == ["chart.png", "more.txt"]
+    saved = (await api.call("GET", f"sessions/{sid}/notebook", headers=ALICE))[1]
+    cells = nbformat.from_dict(saved).cells
+    kinds = [c.metadata["codeagent"].get("kind") for c in cells]
+    assert kinds.count("changes") == 1 and kinds[-1] == "changes"
+    assert (
+        kinds[-2] == "answer" and "2 files changed: chart.png (new), more.txt" in cells[-1].source
+    )
