@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import nbformat
+import pytest
 from PIL import Image
 
 from tests.cli.test_cli import codeagent, one_line_error
@@ -41,6 +42,9 @@ NOTEBOOK = (
     "new_code_cell('import pandas as pd')])\n"
     "nbformat.write(nb, 'analysis.ipynb')"
 )
+pytestmark = pytest.mark.timeout(900)
+"""A dozen CLI processes a test: on a loaded machine each takes seconds to start."""
+
 SUMMARY = (
     "5 files changed: analysis.ipynb (new, 2 cells), clean.csv (new, 57 rows), "
     "old.csv (deleted), report.py (+3 \u22122), totals.png (new)"
