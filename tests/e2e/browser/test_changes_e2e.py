@@ -23,6 +23,9 @@ from tests.e2e.browser.test_panel_hour_e2e import _CONTRAST_JS, _set_theme
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
 from tests.server.helpers import EXTENSION
 
+pytestmark = pytest.mark.timeout(900)
+"""A JupyterLab server, a session of four steps and two themes: minutes on a loaded machine."""
+
 NOTEBOOK = "changes.ipynb"
 REPORT = b'import pandas as pd\n\ndf = pd.read_csv("raw.csv")\nprint(df.describe())\n'
 REPORT_V2 = 'import pandas as pd\n\ndf = pd.read_csv("clean.csv")\nprint(df.describe())\n'
