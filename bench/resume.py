@@ -1,6 +1,7 @@
 """Benchmark: resume time against re-run cells, and the cost of workspace snapshots.
 
     python bench/resume.py [--cells 5,20,50] [--small-files 1000] [--big-mb 100]
+    python bench/resume.py --cells ""      # the snapshot and change-set tables only
 
 Resume: a session of N light cells is recorded the way the CLI records one (``build_agent``
 with recorded model turns, the notebook recorder signing each save, and the snapshot sink, a
@@ -14,6 +15,12 @@ Snapshots: a workspace of ``--small-files`` small files and one ``--big-mb`` fil
 first, then again unchanged (target: an unchanged 100 MB file costs at most 50 ms), then with
 one small file changed; once with the default large-file threshold (the big file referenced)
 and once with the big file copied.
+
+Change sets: the same kind of workspace, and the change set of a session over it computed
+from the snapshots that exist (``record.changes.session_changes``, as ``codeagent diff``,
+the REST route and the notebook's last cell compute it), also with its JSON as the route
+sends it (thumbnails included): a session that created every file, one that edited ten
+small files and rewrote the big one, one that changed nothing (target: at most 100 ms).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from codeagent_jupyter.config import AgentConfig
 from codeagent_jupyter.core.assembly import build_agent
 from codeagent_jupyter.models.replay import ReplayModel
+from codeagent_jupyter.record.changes import session_changes
 from codeagent_jupyter.record.notary import Notary
 from codeagent_jupyter.record.reader import parse_session
 from codeagent_jupyter.record.recorder import NotebookRecorder
@@ -130,6 +138,61 @@ def _snapshot_rows(base: Path, small: int, big_mb: int) -> list[tuple]:
     return rows
 
 
+def _fill(ws: Path, small: int, big_mb: int, text: str = "file") -> None:
+    for i in range(small):
+        sub = ws / f"d{i % 20}"
+        sub.mkdir(parents=True, exist_ok=True)
+        (sub / f"f{i}.py").write_text(
+            f"# {text} {i}\n" + "".join(f"x{j} = {j}\n" for j in range(20))
+        )
+    with open(ws / "big.bin", "wb") as f:
+        for _ in range(big_mb):
+            f.write(os.urandom(1 << 20))
+
+
+def _changes_rows(base: Path, small: int, big_mb: int) -> list[tuple]:
+    """(session, store, files listed, change set ms, its CPU ms, with JSON ms): best of
+    five (the CPU time says what the work costs on a machine busy with other work)."""
+    rows = []
+    for label, settings in (
+        ("big file referenced", SnapshotSettings()),
+        ("big file copied", SnapshotSettings(large_file_bytes=(big_mb + 1) << 20)),
+    ):
+        ws = base / f"changes-{len(rows)}"
+        ws.mkdir()
+        store = SnapshotStore(base / f"changes-store-{len(rows)}", settings)
+        start = store.capture(ws)  # the session found an empty folder ...
+        _fill(ws, small, big_mb)
+        made = store.capture(ws, start.id)  # ... and made every file
+        for i in range(0, small, max(small // 10, 1)):  # then edited ten and the big one
+            (ws / f"d{i % 20}" / f"f{i}.py").write_text(f"# edited {i}\nx = {i}\n")
+        with open(ws / "big.bin", "r+b") as f:
+            f.write(os.urandom(1 << 20))
+        edited = store.capture(ws, made.id)
+        same = store.capture(ws, edited.id)
+        sessions = (
+            ("created every file", [start.id, made.id]),
+            ("edited 10 + the big one", [made.id, edited.id]),
+            ("changed nothing", [edited.id, same.id]),
+        )
+        for name, ids in sessions:
+            meta = {"snapshots": [{"run": 0, "step": n, "snapshot": i} for n, i in enumerate(ids)]}
+            wall, cpu, with_json, listed = [], [], [], 0
+            for _ in range(5):
+                t0, c0 = time.perf_counter(), time.process_time()
+                changes = session_changes(meta, store)
+                t1, c1 = time.perf_counter(), time.process_time()
+                json.dumps(session_changes(meta, store, thumbnails=True).to_dict())
+                t2 = time.perf_counter()
+                wall.append(t1 - t0)
+                cpu.append(c1 - c0)
+                with_json.append(t2 - t1)
+                listed = len(changes.files)
+            best = (min(wall) * 1000, min(cpu) * 1000, min(with_json) * 1000)
+            rows.append((name, label, listed, *best))
+    return rows
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cells", default="5,20,50")
@@ -141,7 +204,7 @@ async def main() -> None:
         base = Path(tmp)
         print("| cells | re-run | sandbox start s | resume s | cells' own s | overhead s |")
         print("|---:|---:|---:|---:|---:|---:|")
-        for n in (int(x) for x in args.cells.split(",")):
+        for n in (int(x) for x in args.cells.split(",") if x):  # --cells "": none
             row = await _resume_row(n, base, args.isolation == "none")
             print("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |".format(*row))
         print()
@@ -151,6 +214,13 @@ async def main() -> None:
         print("|---|---:|---:|---:|---:|---:|---:|")
         for row in _snapshot_rows(base, args.small_files, args.big_mb):
             print("| {} | {} | {:.3f} | {:.3f} | {:.3f} | {:.1f} | {} |".format(*row))
+        print()
+        print(
+            "| change set of a session that | store | files listed | ms | CPU ms | with JSON ms |"
+        )
+        print("|---|---|---:|---:|---:|---:|")
+        for row in _changes_rows(base, args.small_files, args.big_mb):
+            print("| {} | {} | {} | {:.1f} | {:.1f} | {:.1f} |".format(*row))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from .args import (
     read_notebook,
     writable_notebook,
 )
-from .wiring import drive, hook_chain, report, snapshot_sink, with_delegate
+from .wiring import changes_sink, drive, hook_chain, report, snapshot_sink, with_delegate
 
 UNCONFINED = "its code can then read your files and see your processes"
 """What ``--isolation none`` means, said wherever it is suggested."""
@@ -63,6 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     from . import resume as resume_cli
 
     resume_cli.add_parser(sub)
+    from . import diff as diff_cli
+
+    diff_cli.add_parser(sub)
     return parser
 
 
@@ -77,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
             from . import resume as resume_cli
 
             return asyncio.run(resume_cli.run(args))
+        if args.command == "diff":
+            from . import diff as diff_cli
+
+            return diff_cli.run(args)
         if args.model == "recorded":
             return asyncio.run(_replay_recorded(args))
         return asyncio.run(_reexecute(args))
@@ -123,8 +130,10 @@ async def _run(args: argparse.Namespace) -> int:
         recorder = NotebookRecorder(out, session_id=session_id, on_saved=sign)
         printer = make_printer()
         sinks: list[EventSink] = [recorder, printer]
+        changes = None
         if not args.no_snapshots:
             sinks.insert(0, snapshot_sink(workdir, recorder))
+            sinks.insert(2, changes := changes_sink(workdir, recorder))
         if hooks is not None:
             sinks.append(hooks)
         loop = build_agent(model, sandbox, sinks, config, workdir=workdir, context=context)
@@ -143,7 +152,7 @@ async def _run(args: argparse.Namespace) -> int:
             await model.aclose()
             if hooks is not None:
                 await hooks.end({})
-    return report(finished, out)
+    return report(finished, out, changes)
 
 
 async def _replay_recorded(args: argparse.Namespace) -> int:

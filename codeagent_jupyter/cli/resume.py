@@ -96,7 +96,7 @@ async def run(args: argparse.Namespace) -> int:
     from . import args as cli_args
     from .terminal import make_printer
     from .trust import read_session_file, signing, workspace
-    from .wiring import drive, hook_chain, report, snapshot_sink, with_delegate
+    from .wiring import changes_sink, drive, hook_chain, report, snapshot_sink, with_delegate
 
     notary = cli_notary()
     read = read_session_file(args.session, notary)
@@ -143,7 +143,8 @@ async def run(args: argparse.Namespace) -> int:
             }
         meta.setdefault("restores", []).append(rebuilt.to_dict())
         printer = make_printer()
-        sinks: list[Any] = [snapshot_sink(workdir, recorder), recorder, printer]
+        changes = changes_sink(workdir, recorder)
+        sinks: list[Any] = [snapshot_sink(workdir, recorder), recorder, changes, printer]
         if hooks is not None:
             sinks.append(hooks)
         bus = EventBus([s.emit for s in sinks], keep=False)
@@ -175,4 +176,4 @@ async def run(args: argparse.Namespace) -> int:
             await model.aclose()
             if hooks is not None:
                 await hooks.end({})
-    return report(finished, out)
+    return report(finished, out, changes)

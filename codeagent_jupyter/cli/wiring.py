@@ -50,6 +50,16 @@ def snapshot_sink(workdir: Path, recorder: Any) -> EventSink:
     return SnapshotRecorder(store, workdir, meta, session=recorder.session_id)
 
 
+def changes_sink(workdir: Path, recorder: Any) -> Any:
+    """After the recorder: the notebook's last cell is the session's change set, and
+    ``line()`` is the summary ``report`` prints."""
+    from ..record.changes_cell import ChangesCell, inside
+    from ..record.snapshots import SnapshotStore
+
+    own = inside(workdir, recorder.path)  # an --out notebook in the workspace is not a change
+    return ChangesCell(SnapshotStore.for_workspace(workdir), recorder, own)
+
+
 def add_delegate(parser: Any) -> None:
     parser.add_argument(
         "--delegate",
@@ -114,9 +124,13 @@ async def drive(loop: Any, prompts: list[str]) -> ev.RunFinished:
             aio.remove_signal_handler(sig)
 
 
-def report(finished: ev.RunFinished, out: Path) -> int:
+def report(finished: ev.RunFinished, out: Path, changes: Any = None) -> int:
+    """The answer, what the session did to the files (``changes.line()``), the notebook."""
     if finished.answer:
         print(finished.answer)
+    line = changes.line() if changes is not None else None
+    if line:
+        print(line)
     print(f"Session: {out}")
     if finished.status != ev.ANSWERED:
         print(f"codeagent: stopped: {finished.reason}", file=sys.stderr)

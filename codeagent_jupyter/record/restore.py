@@ -20,6 +20,7 @@ from typing import Any
 from ..core.ports import SandboxPort
 from ..errors import ConfigError
 from ..util.disk_budget import DiskBudgetError
+from . import rerun_leftovers
 from .reexecute import _difference, normalise
 from .resume import ResumePlan
 from .snapshots import SnapshotStore
@@ -87,6 +88,7 @@ async def rebuild(plan: ResumePlan, sandbox: SandboxPort, store: SnapshotStore |
         else:
             done.files = restored.written + len(restored.kept)
             done.problems += restored.problems
+    had = rerun_leftovers.before(target) if snapshot is not None and plan.cells else None
     for index, cell in plan.cells:
         source = cell.source if isinstance(cell.source, str) else "".join(cell.source)
         result = await sandbox.execute(source)
@@ -103,6 +105,8 @@ async def rebuild(plan: ResumePlan, sandbox: SandboxPort, store: SnapshotStore |
     if snapshot is not None and store is not None and plan.cells:
         try:  # the files as the step left them, not as re-run
             store.restore(snapshot, target, budget_mb=budget)
+            kept = set(store.manifest(snapshot)["files"]) | set(plan.snapshot.get("skipped") or {})
+            rerun_leftovers.remove_new(target, had, kept)
         except (DiskBudgetError, ConfigError) as e:
             done.problems.append(f"files not restored after the re-run: {e}")
     done.seconds = time.monotonic() - started

@@ -228,6 +228,33 @@ class SnapshotStore:
         with contextlib.suppress(FileNotFoundError):
             self._manifest_path(snapshot_id).unlink()
 
+    def content(self, record: dict[str, Any]) -> bytes:
+        """The bytes a manifest ``record`` names (``OSError`` when they are in no store);
+        the caller checks them against ``record["sha256"]``."""
+        return self._content_of(record)
+
+    def derive(self, snapshot_id: str, changes: dict[str, Any], *, session: str | None) -> str:
+        """A snapshot like ``snapshot_id`` with ``changes`` applied (path -> a record of an
+        earlier manifest, whose blob the store holds, or None: gone); its id. Nothing is read
+        from a workspace (what "Revert this file" put back is known by its record)."""
+        files = dict(self.manifest(snapshot_id)["files"])
+        for path, record in changes.items():
+            if record is None:
+                files.pop(path, None)
+            else:
+                files[path] = dict(record)
+        body = json.dumps({"files": files}, sort_keys=True, separators=(",", ":"))
+        new_id = hashlib.sha256(body.encode()).hexdigest()[:32]
+        path = self._manifest_path(new_id)
+        if not path.exists():
+            if not self._room(len(body), _digests(files)):
+                raise StoreFullError(f"{self.settings.full_reason}: snapshot not taken")
+            write_atomic(path, body)
+            self._bytes = self.stored_bytes() + len(body)
+        if session is not None:
+            self.refs.add(session, new_id)
+        return new_id
+
     def _content_of(self, record: dict[str, Any]) -> bytes:
         """A blob's bytes, from this store or the fallback (``OSError`` if in neither)."""
         try:

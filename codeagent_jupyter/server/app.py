@@ -17,6 +17,7 @@ from jupyter_server.extension.application import ExtensionApp
 
 from ..errors import ConfigError
 from ..util.hardening import make_undumpable
+from .changes import routes as change_routes
 from .handlers import route_table
 from .manager import SessionManager
 from .settings import CodeAgent, state_dir
@@ -72,7 +73,7 @@ class CodeAgentApp(ExtensionApp):
         return gateway is not None
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(route_table() + upload_routes())
+        self.handlers.extend(route_table() + upload_routes() + change_routes())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # Warm the pool once the event loop runs, so the first session starts fast.

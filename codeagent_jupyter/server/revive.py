@@ -26,6 +26,7 @@ from ..record.snapshot_sink import SnapshotRecorder
 from ..record.snapshots import SnapshotStore
 from . import lifecycle
 from .bodies import body_schema
+from .changes_sink import attach as keep_changes_cell
 from .errors import ApiError
 from .policy import check_text
 from .session import AgentSession
@@ -47,6 +48,7 @@ def store_of(manager: Any, owner: str) -> SnapshotStore:
 
 def snapshot_sink(manager: Any, session: AgentSession, recorder: Any, workdir: Any) -> None:
     """Snapshot ``workdir`` after each step, ahead of the recorder (so each save has it)."""
+    keep_changes_cell(manager, session, recorder, workdir)  # after the recorder: last cell
     meta = recorder.notebook.metadata["codeagent"]
     if session.snapshots is not None:  # resumed again: the same sink, the current notebook
         session.snapshots.meta, session.snapshots.workdir = meta, workdir

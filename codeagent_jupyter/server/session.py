@@ -83,6 +83,8 @@ class AgentSession:
         """A resume or fork rebuilding this session in the background (``revive``)."""
         self.snapshots: Any = None
         """The session's snapshot sink, once subscribed (one per session)."""
+        self.changes: Any = None
+        """The sink keeping the notebook's change-set cell (``server.changes.attach``)."""
         self.source: str | None = None
         """For a fork: the session it was forked from (its snapshots are being read)."""
         self.hooks: Any = None

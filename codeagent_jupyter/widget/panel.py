@@ -27,6 +27,7 @@ from ..timeline.fold import SessionState, reduce
 from ..timeline.state import CellItem
 from . import layout, render, theme
 from .actions import Inserter
+from .changes_view import ChangesView
 from .client import AgentClient, CodeAgentError
 from .handoff import cell_source
 from .header import Header
@@ -106,10 +107,12 @@ class AgentPanel:
         self.notice = w.HTML("")
         self.picker = VariablePicker(lambda: self.namespace_of() if self.namespace_of else [])
         self.sessions = SessionList(self)
+        self.changes = ChangesView(self)
         self.widget = w.VBox(
             [
                 self.header.widget,
                 self.scroller,
+                self.changes.widget,
                 self.notice,
                 self.picker.widget,
                 self.composer,
@@ -152,7 +155,9 @@ class AgentPanel:
         self.refresh()
 
     def _run_ended(self) -> None:
-        """Refresh what depends on a finished run: the saved summary, the session list."""
+        """Refresh what depends on a finished run: the saved summary, the session list,
+        the files it changed."""
+        self.changes.refresh()
         if self.placement is not None:
             try:
                 self.placement.update()
