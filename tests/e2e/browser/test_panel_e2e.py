@@ -4,8 +4,8 @@ A user's notebook runs ``%load_ext codeagent_jupyter`` and ``%agent …``; the k
 the server it runs under by itself (no CODEAGENT_SERVER_URL here), the server runs the
 agent in a sandbox, and the panel shows the plan and a plot live. Accept and Accept all
 insert the cells below the panel, in the agent's order, with provenance; Stop cancels a
-run stuck in ``while True: pass``. Screenshots go to the artifacts folder (docs/testing.md), two of them also as
-its docs-screenshots/panel.png and accepted.png: copy those to docs/screenshots/
+run stuck in ``while True: pass``. Screenshots go to the artifacts folder (docs/testing.md),
+two of them also as its docs-screenshots/panel.png and accepted.png: copy those to docs/screenshots/
 to refresh the README's pictures (a test never writes into the checkout).
 """
 
