@@ -1,4 +1,4 @@
-"""First-cell time of ``codeagent run`` (``python bench/sandbox.py --only first-cell``).
+"""First-cell time of ``codeagent run`` (``python bench/first_cell.py [--before DIR]``).
 
 ``codeagent run`` runs as a real process against the scripted model, whose first reply
 waits ``--delays`` seconds (0 and 2 by default: an instant model, and one that thinks) and
@@ -108,8 +108,11 @@ async def first_cell_table(
                 for label, package in packages:  # in turn: the machine's load hits both
                     row = f"{label}, reply after {delay_s:g} s"
                     results.setdefault(row, []).append(await one_run(package, delay_s, srv))
-    print("| codeagent run (median of %d) | first request | sandbox ready | first cell |"
-          " slack |" % runs, file=out)
+    print(
+        f"| codeagent run (median of {runs}) | first request | sandbox ready | first cell "
+        "| slack |",
+        file=out,
+    )
     print("|---|---:|---:|---:|---:|", file=out)
     table = {}
     for row, measured in results.items():
@@ -127,7 +130,9 @@ async def first_cell_table(
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--delays", default="0,2", help="seconds to the first reply, comma-separated")
+    parser.add_argument(
+        "--delays", default="0,2", help="seconds to the first reply, comma-separated"
+    )
     parser.add_argument("--runs", type=int, default=5, help="runs per row")
     parser.add_argument("--before", type=Path, help="another checkout to compare with")
     parser.add_argument("--json", type=Path, help="also write the numbers here")

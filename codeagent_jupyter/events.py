@@ -3,7 +3,12 @@
 Events are the one-way channel from the loop to everything that shows or stores a run
 (the notebook recorder, the server's WebSocket stream, the CLI printer, the widget).
 They are frozen dataclasses with a stable JSON form (``to_dict``/``from_dict``) so a
-client written against ``FORMAT_VERSION`` can read them from any of those places.
+client written against ``FORMAT_VERSION`` can read them from any of those places. The words
+the events use (run statuses, tool statuses, the tool sets every layer tells apart) are
+declared here once too.
+
+Longer than 300 lines on purpose: it is the one list of the event contract, every type next
+to the others, read as a whole by whoever writes a client.
 """
 
 from __future__ import annotations

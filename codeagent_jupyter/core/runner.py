@@ -1,9 +1,10 @@
 """The tool runner: one tool call from the model's message to its outcome.
 
-parse the arguments → ask for approval (tools under the ``ask`` policy) → call the tool →
-one ``ToolOutcome``. Every way a call can go wrong (arguments that are not JSON, an unknown
-tool, a refusal, a failure) becomes an outcome the model is shown, never an exception; only a
-stop of the run (``Guard`` raising) passes through, and the loop answers the calls left.
+parse the arguments → the hooks' ``before`` → approval (tools under the ``ask`` policy) →
+the tool, told its ``ToolContext`` → the hooks' ``after`` → one ``ToolOutcome``. Every way a
+call can go wrong (arguments that are not JSON, an unknown tool, a refusal, a failure) becomes
+an outcome the model is shown, never an exception; only a stop of the run (``Guard`` raising)
+passes through, and the loop answers the calls left.
 """
 
 from __future__ import annotations

@@ -135,8 +135,7 @@ async def test_empty_reply_is_an_error(stream: bool, tools: list[dict[str, Any]]
     error = empty_reply_error(model, reply)
     assert isinstance(error, ModelError)
     assert str(error) == (
-        f"model local at {url} sent an empty reply: no text and no tool call "
-        "(finish_reason 'stop')"
+        f"model local at {url} sent an empty reply: no text and no tool call (finish_reason 'stop')"
     )
     assert sent == 1 and not [r for r in rec.retries if r[0] > 0]  # not retried
 
