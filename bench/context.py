@@ -34,6 +34,7 @@ from codeagent_jupyter.core.assembly import build_agent
 from codeagent_jupyter.models.openai_chat import OpenAIChatModel
 from codeagent_jupyter.record.recorder import NotebookRecorder
 from codeagent_jupyter.sandbox import Sandbox
+from codeagent_jupyter.tools import ToolBox
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
 
 HEAVY = [
@@ -74,7 +75,9 @@ async def session(
             recorder = NotebookRecorder(workdir / "session.ipynb") if with_recorder else None
             if recorder is not None:
                 sinks.insert(0, recorder)
-            loop = build_agent(model, sandbox, sinks, AgentConfig(result_chars=RESULT_CHARS))
+            config = AgentConfig(result_chars=RESULT_CHARS)
+            tools = ToolBox(sandbox, sandbox.workdir)
+            loop = build_agent(model, sandbox, sinks, config, tools=tools)
             await loop.run("run the heavy cells")
         await model.aclose()
         return list(srv.requests), collect, recorder

@@ -49,6 +49,7 @@ from codeagent_jupyter.record.resume import plan
 from codeagent_jupyter.record.snapshot_sink import SnapshotRecorder
 from codeagent_jupyter.record.snapshots import SnapshotSettings, SnapshotStore
 from codeagent_jupyter.sandbox import Sandbox
+from codeagent_jupyter.tools import ToolBox
 
 
 def _turns(cells: int) -> list[dict]:
@@ -73,7 +74,9 @@ async def _resume_row(cells: int, base: Path, unconfined: bool) -> tuple:
             SnapshotStore.for_workspace(ws), ws, recorder.notebook.metadata["codeagent"]
         )
         config = AgentConfig(max_steps=cells + 1)
-        loop = build_agent(ReplayModel(_turns(cells)), sandbox, [sink, recorder], config)
+        tools = ToolBox(sandbox, sandbox.workdir)
+        model = ReplayModel(_turns(cells))
+        loop = build_agent(model, sandbox, [sink, recorder], config, tools=tools)
         finished = await loop.run("light work")
         assert finished.status == "answered", finished.reason
     fresh = base / f"fresh{cells}"

@@ -256,6 +256,7 @@ async def run_cli(args: argparse.Namespace, model_url: str, work: Path) -> dict[
     from codeagent_jupyter.models.openai_chat import OpenAIChatModel
     from codeagent_jupyter.record.recorder import NotebookRecorder
     from codeagent_jupyter.sandbox import Sandbox
+    from codeagent_jupyter.tools import ToolBox
 
     root = work / "cli-root"
     root.mkdir()
@@ -275,7 +276,8 @@ async def run_cli(args: argparse.Namespace, model_url: str, work: Path) -> dict[
     async def one(index: int, sandbox: Any) -> list[float]:
         times = Times()
         recorder = NotebookRecorder(root / f"cli-{index}.ipynb")
-        loop = build_agent(model, sandbox, [recorder, times], AgentConfig(), workdir=root)
+        tools = ToolBox(sandbox, root)
+        loop = build_agent(model, sandbox, [recorder, times], AgentConfig(), tools=tools)
         await loop.run(f"session {index}")
         return [b - a for a, b in itertools.pairwise(times.finished)]
 

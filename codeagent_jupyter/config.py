@@ -11,10 +11,11 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
-def _setting(default: Any, help: str) -> Any:
+def _setting(default: Any, help: str, *, name: str = "") -> Any:
     """A settings field with its help text: the one description of the knob that the
-    server's traits (``c.CodeAgent.…``) and the CLI's flags show too."""
-    return field(default=default, metadata={"help": help})
+    server's traits (``c.CodeAgent.…``) and the CLI's flags show too. ``name``: the
+    trait's and flag's name where it is not the field's own."""
+    return field(default=default, metadata={"help": help, "name": name})
 
 
 def _help(cls: type, name: str) -> str:
@@ -180,3 +181,46 @@ class AgentConfig:
         data = asdict(self)
         data.pop("system_prompt")
         return data
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Which model answers and how it is asked: the CLI's model flags (``run`` and
+    ``resume``), the server's model traits and the adapter's defaults, declared once.
+
+    Never the API key: that comes from the environment (or the server's own settings) only.
+    """
+
+    model: str | None = _setting(
+        None, "Model name; falls back to the CODEAGENT_MODEL environment variable."
+    )
+    base_url: str | None = _setting(
+        None, "OpenAI-compatible endpoint; falls back to OPENAI_BASE_URL, then the OpenAI API."
+    )
+    stream: bool = _setting(False, "Stream the model's reply as it is written.")
+    max_output_tokens: int = _setting(4096, "Tokens one model reply may take.")
+    timeout: float = _setting(120.0, "Seconds one model request may take.", name="model_timeout")
+    max_retries: int = _setting(
+        4,
+        "Times a failed model request is tried again: rate limits, server errors, timeouts.",
+        name="model_max_retries",
+    )
+
+    @classmethod
+    def help(cls, name: str) -> str:
+        return _help(cls, name)
+
+    @classmethod
+    def setting_name(cls, name: str) -> str:
+        """What field ``name`` is called as a trait (``c.CodeAgent.…``) and, with dashes, as
+        a CLI flag: ``timeout`` is ``model_timeout`` there, next to the agent's own timeouts."""
+        return str(next(f for f in fields(cls) if f.name == name).metadata["name"] or name)
+
+    def client_options(self) -> dict[str, Any]:
+        """The adapter's keyword options (``OpenAIChatModel``): all but model and endpoint."""
+        return {
+            "stream": self.stream,
+            "max_output_tokens": self.max_output_tokens,
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+        }

@@ -3,14 +3,19 @@
 Events are the one-way channel from the loop to everything that shows or stores a run
 (the notebook recorder, the server's WebSocket stream, the CLI printer, the widget).
 They are frozen dataclasses with a stable JSON form (``to_dict``/``from_dict``) so a
-client written against ``FORMAT_VERSION`` can read them from any of those places.
+client written against ``FORMAT_VERSION`` can read them from any of those places. The words
+the events use (run statuses, tool statuses, the tool sets every layer tells apart) are
+declared here once too.
+
+Longer than 300 lines on purpose: it is the one list of the event contract, every type next
+to the others, read as a whole by whoever writes a client.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 FORMAT_VERSION = 1
 """Bumped when an event's fields change incompatibly."""
@@ -25,6 +30,26 @@ MODEL_ERROR = "model_error"
 CANCELLED = "cancelled"
 ERROR = "error"
 INTERRUPTED = "interrupted"  # set by the server for runs that a crash cut short
+
+# How one tool call ended (ToolCallFinished.status): a cell's own statuses, then two for
+# calls that never ran.
+CellStatus = Literal["ok", "error", "timeout", "died"]
+ToolStatus = Literal["ok", "error", "timeout", "died", "refused", "denied"]
+NOT_RUN: frozenset[str] = frozenset({"refused", "denied"})
+"""Statuses of calls that did not run: malformed or refused (``refused``), or not allowed by
+the user or a hook (``denied``)."""
+
+# The tool names the layers above the tools need to tell apart, and the sets they form.
+KERNEL_TOOLS = ("run_cell", "run_command")
+"""Tools that run code in the sandbox kernel: each call is a code cell (the ones a user
+accepts into a notebook)."""
+WORKSPACE_WRITERS = frozenset({*KERNEL_TOOLS, "write_file"})
+"""Tools whose call may change the workspace: recorded as code cells (``write_file`` as
+``%%writefile``) so a re-run recreates their effects, and snapshotted after."""
+EDIT_TOOL = "edit_cell"
+PLAN_TOOL = "update_plan"
+HELPER_TOOL = "delegate"
+"""The tool that starts helper agents (its name is part of the model's contract)."""
 
 _REGISTRY: dict[str, type[Event]] = {}
 
@@ -176,7 +201,7 @@ class ToolCallFinished(Event):
     step: int = 0
     tool_call_id: str = ""
     name: str = ""
-    status: str = "ok"  # ok | error | timeout | died | refused | denied
+    status: ToolStatus = "ok"
     result: str = ""
     code: str | None = None
     outputs: list[dict[str, Any]] = field(default_factory=list)
@@ -253,7 +278,7 @@ class SessionRestored(Event):
 
 
 @dataclass(frozen=True)
-class ChildEvent(Event):
+class HelperEvent(Event):
     """An event of a helper agent started by the ``delegate`` tool call ``parent_tool_call_id``.
 
     ``child`` names the helper (``"<call>-<n>"``: the session's n-th ``delegate`` call, its
@@ -275,6 +300,10 @@ class ChildEvent(Event):
             return Event.from_dict(self.event)
         except (ValueError, TypeError):
             return None
+
+
+ChildEvent = HelperEvent
+"""The earlier name of ``HelperEvent`` (its JSON type stays ``child_event``)."""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from codeagent_jupyter.core.assembly import build_agent
 from codeagent_jupyter.models.replay import ReplayModel
 from codeagent_jupyter.record.recorder import NotebookRecorder
 from codeagent_jupyter.sandbox import Sandbox
+from codeagent_jupyter.tools import ToolBox
 
 PROMPT = "Make a small daily sales dataset for 2024, then plot the monthly revenue."
 
@@ -135,7 +136,8 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         async with Sandbox(workdir=Path(tmp), limits=SandboxLimits(cell_timeout=60)) as sandbox:
             recorder = NotebookRecorder(out, session_id="demo")
-            loop = build_agent(model, sandbox, [recorder], AgentConfig())
+            tools = ToolBox(sandbox, sandbox.workdir)
+            loop = build_agent(model, sandbox, [recorder], AgentConfig(), tools=tools)
             finished = await loop.run(PROMPT)
         # The scratch workspace's name is an accident of this machine: record it as ".".
         out.write_text(out.read_text().replace(json.dumps(str(Path(tmp)))[1:-1], "."))

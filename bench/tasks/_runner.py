@@ -25,6 +25,7 @@ from codeagent_jupyter.core.loop import AgentLoop
 from codeagent_jupyter.core.ports import EventSink, Model
 from codeagent_jupyter.errors import CodeAgentError
 from codeagent_jupyter.record.recorder import NotebookRecorder
+from codeagent_jupyter.tools import ToolBox
 
 from . import Task
 
@@ -83,7 +84,8 @@ def build_agent(
     """The agent as ``codeagent run`` wires it, with the task's step and token budget."""
     config = AgentConfig(max_steps=task.max_steps, max_tokens=task.max_tokens)
     context = build_context(workdir, None)
-    return agent.build_agent(model, sandbox, sinks, config, workdir=workdir, context=context)
+    tools = ToolBox(sandbox, workdir)
+    return agent.build_agent(model, sandbox, sinks, config, tools=tools, context=context)
 
 
 def _verdict(task: Task, workdir: Path, answer: str) -> tuple[bool, str]:

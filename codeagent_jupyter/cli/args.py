@@ -14,9 +14,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ..config import AgentConfig, SandboxLimits
+from ..config import AgentConfig, ModelSettings, SandboxLimits
 from ..errors import ConfigError
-from .wiring import add_delegate, add_hooks
 
 Flags = Any
 """Where flags are declared: a parser or one of its argument groups (both ``add_argument``)."""
@@ -36,20 +35,39 @@ NO_COLOR for no colour), the answer and the session path to stdout. Exit codes: 
 
 
 def add_model_flags(parser: Flags) -> None:
-    """Which model answers, and how much one reply may take (``run`` and ``resume``)."""
-    parser.add_argument("--model", help="model name (default: $CODEAGENT_MODEL)")
-    parser.add_argument(
-        "--base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else OpenAI)"
-    )
-    parser.add_argument(
-        "--stream", action="store_true", help="stream the model's reply as it is written"
-    )
-    parser.add_argument(
-        "--max-output-tokens",
-        type=positive_int,
-        default=4096,
-        help="tokens one model reply may take (default: 4096)",
-    )
+    """One flag per ``ModelSettings`` field (``--model``, ``--base-url``, ``--stream``,
+    ``--max-output-tokens``, ``--model-timeout``, ``--model-max-retries``), with the help
+    and default declared there: the same flags for ``run`` and ``resume``."""
+    for f in fields(ModelSettings):
+        name = ModelSettings.setting_name(f.name)
+        flag, metavar = "--" + name.replace("_", "-"), name.upper()
+        if f.default is None:
+            parser.add_argument(flag, dest=f.name, metavar=metavar, help=_lower(f))
+        elif isinstance(f.default, bool):
+            parser.add_argument(flag, dest=f.name, action="store_true", help=_lower(f))
+        else:
+            kind = positive_int if isinstance(f.default, int) else positive_float
+            if f.name == "max_retries":
+                kind = not_negative_int
+            parser.add_argument(
+                flag,
+                dest=f.name,
+                metavar=metavar,
+                type=kind,
+                default=f.default,
+                help=f"{_lower(f)} (default: {f.default:g})",
+            )
+
+
+def model_settings_from(args: argparse.Namespace) -> ModelSettings:
+    """The ``ModelSettings`` the model flags chose."""
+    return ModelSettings(**{f.name: getattr(args, f.name) for f in fields(ModelSettings)})
+
+
+def _lower(f: Any) -> str:
+    """A field's help as a flag says it: lower case first, no full stop."""
+    text = ModelSettings.help(f.name).rstrip(".")
+    return text[:1].lower() + text[1:]
 
 
 def add_max_steps(parser: Flags) -> None:
@@ -99,6 +117,28 @@ def add_run_parser(sub: Any) -> None:
     )
     add_limits(sandbox)
     add_isolation(sandbox)
+
+
+def add_hooks(parser: Any) -> None:
+    parser.add_argument(
+        "--hook",
+        action="append",
+        default=[],
+        metavar="NAME[:KEY=VALUE,...]",
+        help="enable a tool hook (entry-point group codeagent_jupyter.hooks; shipped: policy, "
+        "audit), with options, e.g. --hook audit:path=audit.jsonl; repeatable, run in order",
+    )
+
+
+def add_delegate(parser: Any) -> None:
+    parser.add_argument(
+        "--delegate",
+        type=int,
+        default=0,
+        metavar="N",
+        help="offer the model the delegate tool: up to N helper agents per call, each in its "
+        "own sandbox (default 0: off)",
+    )
 
 
 class Parser(argparse.ArgumentParser):
@@ -173,6 +213,13 @@ def positive_int(text: str) -> int:
     value = int(text)
     if value <= 0:
         raise argparse.ArgumentTypeError("must be a positive whole number")
+    return value
+
+
+def not_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be a whole number, 0 or more")
     return value
 
 

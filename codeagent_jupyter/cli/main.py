@@ -18,6 +18,7 @@ from .. import __version__
 from ..config import AgentConfig
 from ..core.context import build_context
 from ..core.ports import EventSink
+from ..core.stopping import RunStopped
 from ..errors import CodeAgentError, ConfigError, IsolationUnavailable
 from ..util.hardening import make_undumpable
 from .args import (
@@ -29,10 +30,20 @@ from .args import (
     existing_workdir,
     limits_from,
     make_sandbox,
+    model_settings_from,
     read_notebook,
     writable_notebook,
 )
-from .wiring import changes_sink, drive, hook_chain, report, snapshot_sink, with_delegate
+from .wiring import (
+    CliSession,
+    build_cli_agent,
+    changes_sink,
+    drive,
+    hook_chain,
+    make_model,
+    report,
+    snapshot_sink,
+)
 
 UNCONFINED = "its code can then read your files and see your processes"
 """What ``--isolation none`` means, said wherever it is suggested."""
@@ -90,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"codeagent: error: {exc}", file=sys.stderr)
         return 2
+    except RunStopped as exc:  # stopped while the sandbox was starting: no run began
+        print(f"codeagent: interrupted before the run began ({exc.reason})", file=sys.stderr)
+        return 130
     except IsolationUnavailable as exc:
         print(f"codeagent: error: {exc.explain('--isolation none', UNCONFINED)}", file=sys.stderr)
         return 1
@@ -105,28 +119,28 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from ..core.assembly import build_agent
-    from ..models.openai_chat import OpenAIChatModel, resolve_settings
+    """``codeagent run``: the sandbox starts first, and the model is asked while it boots."""
+    from ..core.starting import StartingSandbox
+    from ..models.settings import resolve_settings
     from ..record.notary import cli_notary
-    from ..record.recorder import NotebookRecorder
-    from .terminal import make_printer
     from .trust import signing
 
-    model_name, base_url, api_key = resolve_settings(args.model, args.base_url)
+    settings = model_settings_from(args)
+    model_name, base_url, api_key = resolve_settings(settings.model, settings.base_url)
     workdir = existing_workdir(args.workdir)
     session_id = uuid.uuid4().hex[:12]
     out = writable_notebook(args.out or workdir / ".codeagent" / "sessions" / f"{session_id}.ipynb")
     notebook = read_notebook(args.notebook) if args.notebook else None
     limits = limits_from(args)
-    config = AgentConfig(max_steps=args.max_steps)
-    model = OpenAIChatModel(
-        model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens
-    )
-    context = build_context(workdir, notebook)
     hooks = hook_chain(args.hook, session_id)
     sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
-    async with make_sandbox(args, workdir, limits) as sandbox:
-        announce(sandbox)
+    session = CliSession(args, workdir, limits, out, session_id, hooks)
+    async with StartingSandbox(make_sandbox(args, workdir, limits), on_ready=announce) as sandbox:
+        # The kernel boots from here on; what follows does not need it.
+        model = await make_model(model_name, base_url, api_key, settings)
+        from ..record.recorder import NotebookRecorder
+        from .terminal import make_printer
+
         recorder = NotebookRecorder(out, session_id=session_id, on_saved=sign)
         printer = make_printer()
         sinks: list[EventSink] = [recorder, printer]
@@ -136,15 +150,8 @@ async def _run(args: argparse.Namespace) -> int:
             sinks.insert(2, changes := changes_sink(workdir, recorder))
         if hooks is not None:
             sinks.append(hooks)
-        loop = build_agent(model, sandbox, sinks, config, workdir=workdir, context=context)
-
-        def child_sandbox(path: Path) -> Any:
-            return make_sandbox(args, path, limits)
-
-        loop = with_delegate(
-            loop, args.delegate, model, workdir, child_sandbox, session_id=recorder.session_id
-        )
-        loop.runner.hooks = hooks
+        context = build_context(workdir, notebook)
+        loop = build_cli_agent(session, model, sandbox, sinks, context=context)
         try:
             finished = await drive(loop, [args.prompt])
         finally:
@@ -161,6 +168,7 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
     from ..record.notary import cli_notary
     from ..record.reader import parse_session
     from ..record.recorder import NotebookRecorder, load_session
+    from ..tools import ToolBox
     from .terminal import make_printer
     from .trust import read_session_file, signing
 
@@ -185,7 +193,8 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
         recorder = NotebookRecorder(out, on_saved=signing(notary))
         printer = make_printer()
         sinks: list[EventSink] = [recorder, printer]
-        loop = build_agent(model, sandbox, sinks, AgentConfig(), workdir=workdir)
+        tools = ToolBox(sandbox, workdir)
+        loop = build_agent(model, sandbox, sinks, AgentConfig(), tools=tools)
         try:
             finished = await drive(loop, list(session.prompts))
         finally:

@@ -13,7 +13,6 @@ import sys
 from typing import Any, TextIO
 
 from .. import events as ev
-from ..timeline.state import CODE_TOOLS
 from ..util.textbounds import head_tail, strip_ansi
 
 _MARK = {"done": "[x]", "in_progress": "[~]", "pending": "[ ]"}
@@ -30,7 +29,7 @@ class ProgressPrinter:
         self._streaming = False
         self._announced: dict[str, bool] = {}
         """Calls whose header is written, and whether their code was written with it."""
-        self._children: dict[str, ProgressPrinter] = {}
+        self._helpers: dict[str, ProgressPrinter] = {}
 
     def emit(self, event: ev.Event) -> None:
         match event:
@@ -60,8 +59,8 @@ class ProgressPrinter:
                 self._write(f"== Session {event.summary}")
                 for problem in event.problems:
                     self._write(f"   not rebuilt: {problem}")
-            case ev.ChildEvent():
-                self._child_event(event)
+            case ev.HelperEvent():
+                self._helper_event(event)
 
     def close(self) -> None:
         """Called once the run is over, whatever happened: nothing to undo in plain text."""
@@ -73,19 +72,19 @@ class ProgressPrinter:
         self.stream.write(text + "\n")
         self.stream.flush()
 
-    def _child_event(self, e: ev.ChildEvent) -> None:
+    def _helper_event(self, e: ev.HelperEvent) -> None:
         """A helper's event, printed as its own trace would be, each line marked with it."""
         inner = e.inner()
         if inner is None or isinstance(inner, (ev.TextDelta, ev.CellOutput)):
             return  # helpers run at once: their streamed text would interleave
-        child = self._children.get(e.child)
-        if child is None:  # one plain printer per helper, so it knows its own calls
-            child = self._children[e.child] = ProgressPrinter(
+        helper = self._helpers.get(e.child)
+        if helper is None:  # one plain printer per helper, so it knows its own calls
+            helper = self._helpers[e.child] = ProgressPrinter(
                 io.StringIO(), code_lines=self.code_lines
             )
-        buffer = child.stream
+        buffer = helper.stream
         assert isinstance(buffer, io.StringIO)
-        child.emit(inner)
+        helper.emit(inner)
         lines = buffer.getvalue().rstrip("\n").splitlines()
         buffer.seek(0)
         buffer.truncate()
@@ -123,7 +122,7 @@ class ProgressPrinter:
 
     def _tool_call_started(self, e: ev.ToolCallStarted) -> None:
         """The header (and a code tool's code) now, so a long cell is never a silent wait."""
-        if e.name == "update_plan":
+        if e.name == ev.PLAN_TOOL:
             return  # shown as the plan once it is set
         key = _CODE_ARGUMENT.get(e.name)
         code = e.arguments.get(key) if key and isinstance(e.arguments, dict) else None
@@ -151,7 +150,7 @@ class ProgressPrinter:
         """Token counts: the plain view says them once, when the run ends."""
 
     def _tool_call_finished(self, e: ev.ToolCallFinished) -> None:
-        if e.name == "update_plan" and e.status == "ok":
+        if e.name == ev.PLAN_TOOL and e.status == "ok":
             return  # the plan itself was just printed
         lines: list[str] = []
         code_shown = self._announced.pop(e.tool_call_id, None)
@@ -171,7 +170,7 @@ class ProgressPrinter:
 
     def _details(self, e: ev.ToolCallFinished) -> list[str]:
         """A few lines of what the call produced (code tools, and every failure)."""
-        if e.name in CODE_TOOLS or e.status != "ok":
+        if e.name in ev.KERNEL_TOOLS or e.status != "ok":
             return _summary(e).splitlines()
         return []
 

@@ -18,10 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from .. import events as ev
-from ..config import AgentConfig
 from ..errors import ConfigError
-from .args import add_isolation, add_limits, add_max_steps, add_model_flags, positive_int
-from .wiring import add_delegate, add_hooks
+from .args import (
+    add_delegate,
+    add_hooks,
+    add_isolation,
+    add_limits,
+    add_max_steps,
+    add_model_flags,
+    positive_int,
+)
 
 RESUME_EXAMPLES = """\
 examples:
@@ -84,25 +90,35 @@ def add_parser(sub: Any) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from ..core.assembly import build_agent
+    """``codeagent resume``: the sandbox starts first; the notebook, the model and the
+    recorder are readied while it boots; the rebuild runs once it is up."""
     from ..core.bus import EventBus
-    from ..models.openai_chat import OpenAIChatModel, resolve_settings
+    from ..core.starting import StartingSandbox
+    from ..models.settings import resolve_settings
     from ..record.notary import cli_notary
     from ..record.reader import parse_session
-    from ..record.recorder import NotebookRecorder
     from ..record.restore import rebuild
     from ..record.resume import plan
     from ..record.snapshots import SnapshotStore
     from . import args as cli_args
-    from .terminal import make_printer
-    from .trust import read_session_file, signing, workspace
-    from .wiring import changes_sink, drive, hook_chain, report, snapshot_sink, with_delegate
+    from .trust import read_session_file, workspace
+    from .wiring import (
+        CliSession,
+        build_cli_agent,
+        changes_sink,
+        drive,
+        hook_chain,
+        make_model,
+        report,
+        snapshot_sink,
+    )
 
     notary = cli_notary()
     read = read_session_file(args.session, notary)
     session = read.path
     todo = plan(session, args.from_step, notebook=parse_session(read.text, session))
-    model_name, base_url, api_key = resolve_settings(args.model, args.base_url)
+    settings = cli_args.model_settings_from(args)
+    model_name, base_url, api_key = resolve_settings(settings.model, settings.base_url)
     workdir = workspace(args.workdir, todo.workdir, session.name)
     limits = cli_args.limits_from(args).tightened_by(todo.limits)
     session_id = uuid.uuid4().hex[:12]
@@ -114,61 +130,28 @@ async def run(args: argparse.Namespace) -> int:
     # The workspace's own store, or the one this command line names; never a notebook's.
     source = workdir if args.snapshots_from is None else args.snapshots_from
     store = SnapshotStore.for_workspace(cli_args.existing_workdir(source))
-    model = OpenAIChatModel(
-        model_name, base_url, api_key, stream=args.stream, max_output_tokens=args.max_output_tokens
-    )
     hooks = hook_chain(args.hook, session_id if fork else todo.session_id)
     read.say_if_unsigned()
-    async with cli_args.make_sandbox(args, workdir, limits) as sandbox:
-        cli_args.announce(sandbox)
+    unstarted = cli_args.make_sandbox(args, workdir, limits)
+    async with StartingSandbox(unstarted, on_ready=cli_args.announce) as sandbox:
+        model = await make_model(model_name, base_url, api_key, settings)
+        recorder, printer = _recording(read, notary, out, session_id, fork, todo)
         rebuilt = await rebuild(todo, sandbox, store)
-        # A fork is a notebook of ours; a notebook carried on in place is signed only if it
-        # was ours already (its earlier content is someone else's otherwise).
-        on_saved = signing(notary) if fork or read.signed else None
-        recorder = NotebookRecorder(out, session_id=session_id, on_saved=on_saved)
-        if (
-            not fork
-            and notary is not None
-            and read.signed
-            and not notary.knows(notary.digest_of(recorder.notebook))
-        ):
-            recorder.on_saved = None  # the file changed since it was checked: not ours
         meta = recorder.notebook.metadata["codeagent"]
-        if fork:
-            meta["parent"] = {
-                "session_id": todo.session_id,
-                "notebook": session.name,
-                "run": todo.run,
-                "step": todo.step,
-            }
         meta.setdefault("restores", []).append(rebuilt.to_dict())
-        printer = make_printer()
         changes = changes_sink(workdir, recorder)
         sinks: list[Any] = [snapshot_sink(workdir, recorder), recorder, changes, printer]
         if hooks is not None:
             sinks.append(hooks)
-        bus = EventBus([s.emit for s in sinks], keep=False)
-        if not fork:
-            bus.next_seq = todo.last_seq + 1
+        first_seq = 0 if fork else todo.last_seq + 1  # a resume numbers on
+        bus = EventBus([sink.emit for sink in sinks], keep=False, next_seq=first_seq)
         bus.publish(ev.SessionRestored, **rebuilt.event_fields())
-        loop = build_agent(model, sandbox, bus, AgentConfig(max_steps=args.max_steps))
-
-        def child_sandbox(path: Path) -> Any:
-            return cli_args.make_sandbox(args, path, sandbox.limits)
-
-        loop = with_delegate(
-            loop,
-            args.delegate,
-            model,
-            workdir,
-            child_sandbox,
-            earlier=recorder.notebook,
-            session_id=recorder.session_id,
+        cli = CliSession(args, workdir, limits, out, recorder.session_id, hooks)
+        history = [*todo.messages, {"role": "user", "content": rebuilt.note_for_model()}]
+        runs = len(meta.get("runs", []))
+        loop = build_cli_agent(
+            cli, model, sandbox, bus, history=history, run_index=runs, earlier=recorder.notebook
         )
-        loop.messages += todo.messages
-        loop.messages.append({"role": "user", "content": rebuilt.note_for_model()})
-        loop.run_index = len(meta.get("runs", []))
-        loop.runner.hooks = hooks
         try:
             finished = await drive(loop, [args.prompt])
         finally:
@@ -177,3 +160,33 @@ async def run(args: argparse.Namespace) -> int:
             if hooks is not None:
                 await hooks.end({})
     return report(finished, out, changes)
+
+
+def _recording(
+    read: Any, notary: Any, out: Path, session_id: str, fork: bool, todo: Any
+) -> tuple[Any, Any]:
+    """The resumed session's recorder (its own notebook grown, or a fork's new one) and the
+    progress printer."""
+    from ..record.recorder import NotebookRecorder
+    from .terminal import make_printer
+    from .trust import signing
+
+    # A fork is a notebook of ours; a notebook carried on in place is signed only if it was
+    # ours already (its earlier content is someone else's otherwise).
+    on_saved = signing(notary) if fork or read.signed else None
+    recorder = NotebookRecorder(out, session_id=session_id, on_saved=on_saved)
+    if (
+        not fork
+        and notary is not None
+        and read.signed
+        and not notary.knows(notary.digest_of(recorder.notebook))
+    ):
+        recorder.on_saved = None  # the file changed since it was checked: not ours
+    if fork:
+        recorder.notebook.metadata["codeagent"]["parent"] = {
+            "session_id": todo.session_id,
+            "notebook": read.path.name,
+            "run": todo.run,
+            "step": todo.step,
+        }
+    return recorder, make_printer()

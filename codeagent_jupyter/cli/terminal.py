@@ -21,7 +21,6 @@ from rich.syntax import Syntax
 from rich.text import Text
 
 from .. import events as ev
-from ..timeline.state import CODE_TOOLS
 from ..util.textbounds import strip_ansi
 from .printer import ProgressPrinter
 
@@ -217,7 +216,7 @@ class TerminalPrinter(ProgressPrinter):
         self.status.tokens = ev.tokens_label(total, e.total_estimated)
 
     def _details(self, e: ev.ToolCallFinished) -> list[str]:
-        if self._shown.pop(e.tool_call_id, 0) and e.name in CODE_TOOLS:
+        if self._shown.pop(e.tool_call_id, 0) and e.name in ev.KERNEL_TOOLS:
             return []  # its output was shown as it came
         return super()._details(e)
 

@@ -1,31 +1,27 @@
-"""What the CLI wires around a session besides the loop: workspace snapshots, tool hooks,
-driving the run and reporting its end.
+"""How the CLI assembles a session (``build_cli_agent``, the one place for ``run`` and
+``resume``) and what it wires around it: workspace snapshots, tool hooks, helpers, driving
+the run and reporting its end.
 
-``run`` and ``resume`` share these, so both take the same ``--hook`` flags, snapshot the
-workspace the same way, stop cleanly on Ctrl-C and end with the same output and exit code.
+``run`` and ``resume`` share these, so both take the same ``--hook`` and ``--delegate``
+flags, snapshot the workspace the same way, stop cleanly on Ctrl-C and end with the same
+output and exit code.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import signal
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import events as ev
+from ..config import AgentConfig, SandboxLimits
 from ..core.ports import EventSink
-
-
-def add_hooks(parser: Any) -> None:
-    parser.add_argument(
-        "--hook",
-        action="append",
-        default=[],
-        metavar="NAME[:KEY=VALUE,...]",
-        help="enable a tool hook (entry-point group codeagent_jupyter.hooks; shipped: policy, "
-        "audit), with options, e.g. --hook audit:path=audit.jsonl; repeatable, run in order",
-    )
+from .args import make_sandbox
 
 
 def hook_chain(specs: list[str], session_id: str) -> Any:
@@ -60,54 +56,94 @@ def changes_sink(workdir: Path, recorder: Any) -> Any:
     return ChangesCell(SnapshotStore.for_workspace(workdir), recorder, own)
 
 
-def add_delegate(parser: Any) -> None:
-    parser.add_argument(
-        "--delegate",
-        type=int,
-        default=0,
-        metavar="N",
-        help="offer the model the delegate tool: up to N helper agents per call, each in its "
-        "own sandbox (default 0: off)",
-    )
+@dataclass
+class CliSession:
+    """What ``run`` and ``resume`` have decided about a session before building its agent."""
+
+    args: argparse.Namespace
+    workdir: Path
+    limits: SandboxLimits
+    out: Path
+    """The session notebook: its helpers' notebooks go next to it."""
+    session_id: str
+    hooks: Any = None
 
 
-def with_delegate(
-    loop: Any,
-    count: int,
+def build_cli_agent(
+    s: CliSession,
     model: Any,
-    workdir: Path,
-    make_sandbox: Any,
+    sandbox: Any,
+    bus: Any,
+    *,
+    context: str = "",
+    history: Sequence[dict[str, Any]] = (),
+    run_index: int = 0,
     earlier: Any = None,
-    session_id: str = "",
 ) -> Any:
-    """``loop`` with the ``delegate`` tool added (a new loop on the same bus, sandbox and
-    settings; children record to .codeagent/delegates/<session_id>/ and use the parent's tool
-    hooks), or ``loop`` when ``count`` is 0. ``earlier``: the notebook of a resumed session,
-    whose helpers the new ones are numbered after."""
-    if count <= 0:
-        return loop
-    from ..record.snapshots import SnapshotStore
-    from ..tools.delegate import DelegateSettings, Delegator, offer_delegate
+    """The CLI's one assembly of a session's agent (``run`` and ``resume``): the standard
+    tools on ``sandbox`` (still starting, for ``run``), ``delegate`` with ``--delegate N``,
+    the ``--hook`` chain, and for a resume its history and run index. ``earlier``: the
+    notebook of a resumed session, whose helpers the new ones are numbered after."""
+    from ..core.assembly import build_agent
+    from ..tools import ToolBox
 
-    settings = DelegateSettings(max_per_call=count, max_total=count * 2)
-    store = SnapshotStore.for_workspace(workdir)
-    notebooks = workdir / ".codeagent" / "delegates" / session_id
-    delegator = Delegator(
+    config = AgentConfig(max_steps=s.args.max_steps)
+    tools: list[Any] = [ToolBox(sandbox, s.workdir)]
+    if s.args.delegate > 0:
+        tools.append(_helper_tool(s, model, earlier))
+    return build_agent(
         model,
-        workdir,
-        make_sandbox,
-        store,
-        notebooks,
-        settings,
-        session=session_id or None,
+        sandbox,
+        bus,
+        config,
+        tools=tools,
+        hooks=s.hooks,
+        context=context,
+        history=history,
+        run_index=run_index,
     )
-    if earlier is not None:
-        delegator.count_earlier(earlier)
-    return offer_delegate(loop, delegator)
+
+
+def _helper_tool(s: CliSession, model: Any, earlier: Any) -> Any:
+    """``delegate`` for ``--delegate N``: N helpers a call, 2N a session, each in a sandbox
+    the flags choose, with the session's limits; their notebooks next to the session's."""
+    from ..record.helper_notebooks import helper_recorders, helpers_folder, helpers_started
+    from ..record.snapshots import SnapshotStore
+    from ..tools import HelperSettings, HelperTool
+
+    count = s.args.delegate
+
+    def helper_sandbox(path: Path) -> Any:
+        return make_sandbox(s.args, path, s.limits)
+
+    return HelperTool(
+        model,
+        s.workdir,
+        helper_sandbox,
+        SnapshotStore.for_workspace(s.workdir),
+        helper_recorders(helpers_folder(s.out, s.session_id)),
+        HelperSettings(max_per_call=count, max_total=count * 2),
+        session=s.session_id,
+        disk_mb=s.limits.disk_mb,
+        earlier=helpers_started(earlier) if earlier is not None else (0, 0),
+    )
+
+
+async def make_model(name: str, base_url: str, api_key: str | None, settings: Any) -> Any:
+    """The model adapter (``ModelSettings`` ``settings``), its ``openai`` import done in a
+    thread: meanwhile the event loop drives the sandbox's start."""
+
+    def make() -> Any:
+        from ..models.openai_chat import OpenAIChatModel
+
+        return OpenAIChatModel(name, base_url, api_key, **settings.client_options())
+
+    return await asyncio.to_thread(make)
 
 
 async def drive(loop: Any, prompts: list[str]) -> ev.RunFinished:
-    """Run the prompts in order; Ctrl-C or SIGTERM stops the run cleanly (still recorded)."""
+    """Run the prompts in order; Ctrl-C or SIGTERM stops the run cleanly (still recorded).
+    A stop while the sandbox is still starting raises ``RunStopped``: no run began."""
     aio = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         aio.add_signal_handler(sig, loop.cancel, f"stopped by {sig.name}")

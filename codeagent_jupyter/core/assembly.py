@@ -1,37 +1,56 @@
-"""``build_agent``: the one wiring of an agent from a model, a sandbox and its settings.
+"""``build_agent``: a session's agent, built whole from everything it is made of.
 
-The CLI, the server, the benches and the examples all build their loop here, so a setting
-such as ``AgentConfig.result_chars`` reaches the tools the same way everywhere.
+Every edge (the CLI's ``run`` and ``resume``, the server's create and rebuild, a helper of
+the ``delegate`` tool, the benches) builds its loop here in one call and never reaches into
+it afterwards: the tools (as toolsets), the hooks around them, the approver, the context,
+and for a resumed session its history and run index are all inputs. The core builds no
+tools itself: the edge (or ``tools/``) makes them and passes them in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from ..config import AgentConfig
-from ..tools import ToolBox
 from .bus import EventBus
 from .loop import AgentLoop
-from .ports import EventSink, Model
+from .ports import EventSink, Model, SandboxPort, ToolHooks
 from .runner import Approver
+from .toolset import Toolset
 
 
 def build_agent(
     model: Model,
-    sandbox: Any,
+    sandbox: SandboxPort | None,
     bus: EventBus | Sequence[EventSink] = (),
     config: AgentConfig | None = None,
     *,
-    workdir: Path | None = None,
+    tools: Toolset | Sequence[Toolset],
+    hooks: ToolHooks | None = None,
     approver: Approver | None = None,
     context: str = "",
-    notebook_cells: dict[str, str] | None = None,
+    history: Sequence[dict[str, Any]] = (),
+    run_index: int = 0,
 ) -> AgentLoop:
-    """An ``AgentLoop`` with the standard tools on ``sandbox`` (files in ``workdir``, by
-    default the sandbox's own), publishing on ``bus`` (or to a list of sinks)."""
-    config = config or AgentConfig()
-    root = Path(workdir) if workdir is not None else Path(sandbox.workdir)
-    tools = ToolBox(sandbox, root, result_chars=config.result_chars, notebook_cells=notebook_cells)
-    return AgentLoop(model, sandbox, tools, bus, config, approver=approver, context=context)
+    """An ``AgentLoop`` on ``sandbox`` (started, or a ``StartingSandbox`` still starting)
+    offering ``tools`` (one toolset or several, combined in order), publishing on ``bus`` (a
+    session's bus, or a list of sinks for a bus of its own).
+
+    ``hooks`` see every tool call (and reach helpers through the tool context);
+    ``approver`` decides calls of tools under ``ask``; ``context`` opens the first request;
+    ``history`` (the earlier conversation, no system message) and ``run_index`` (runs so
+    far) continue a resumed session.
+    """
+    return AgentLoop(
+        model,
+        sandbox,
+        tools,
+        bus,
+        config or AgentConfig(),
+        approver=approver,
+        context=context,
+        hooks=hooks,
+        history=history,
+        run_index=run_index,
+    )

@@ -38,11 +38,16 @@ class EventBus:
         *,
         history: Iterable[Event] = (),
         keep: bool = True,
+        next_seq: int | None = None,
     ) -> None:
         self.events: list[Event] = list(history)
         """Every event so far (only when ``keep``): what a late subscriber is replayed."""
         self.keep = keep
         self.next_seq = self.events[-1].seq + 1 if self.events else 0
+        """The number the next event gets: after ``history``, or ``next_seq`` when given (a
+        session carried on from its notebook numbers on from there)."""
+        if next_seq is not None:
+            self.next_seq = next_seq
         self.closed = False
         self._subscribers: list[Subscriber] = list(subscribers)
         self._on_end: dict[Subscriber, Callable[[], None]] = {}

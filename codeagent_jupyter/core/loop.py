@@ -1,9 +1,11 @@
 """The agent loop: model → tool calls → sandbox → results → model, until an answer or a budget.
 
-This module is the core of the product and knows only the ports in ``protocols.py``: it never
-imports openai, jupyter_client, tornado or ipywidgets, so the same loop serves the CLI, the
-server extension and offline replay. Everything it does is published on the session's
-``EventBus``; one tool call is the ``ToolRunner``'s job, an early stop the ``StopSignal``'s.
+This module is the core of the product and knows only the ports (``ports.py``,
+``toolset.py``): it never imports openai, jupyter_client, tornado or ipywidgets, so the same
+loop serves the CLI, the server extension and offline replay. Everything it does is
+published on the session's ``EventBus``; one tool call is the ``ToolRunner``'s job, an early
+stop the ``StopSignal``'s. A loop is built whole (``assembly.build_agent``): history, run
+index, tools and hooks are inputs, never set afterwards.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from .. import events as ev
 from ..config import AgentConfig
 from ..errors import ModelError, ReplayError
 from .bus import EventBus
-from .ports import EventSink, Model, SandboxPort
+from .ports import EventSink, Model, SandboxPort, ToolHooks
 from .runner import Approver, ToolRunner
+from .starting import HeadStart, StartingSandbox
 from .stopping import RunStopped, StopSignal
-from .usage import Totals, clean_message
+from .toolset import ToolContext, Toolset, combine
+from .usage import Totals, clean_message, empty_reply_error, is_empty
 
 log = logging.getLogger(__name__)
 
@@ -32,37 +36,48 @@ class AgentLoop:
     ``run(prompt)`` may be called again for a follow-up: history, sandbox state and event
     numbering carry on. Events go to ``bus`` (a session's ``EventBus``, or a list of sinks
     for a bus of its own). Requests stay cache-friendly: the system prompt and tool schemas
-    are fixed at construction and the history is only ever appended to.
+    are fixed at construction and the history is only ever appended to. ``history`` (the
+    earlier conversation, no system message) and ``run_index`` continue a resumed session.
     """
 
     def __init__(
         self,
         model: Model,
         sandbox: SandboxPort | None,
-        tools: Any,
+        tools: Toolset | Sequence[Toolset],
         bus: EventBus | Sequence[EventSink],
         config: AgentConfig | None = None,
         *,
         approver: Approver | None = None,
         context: str = "",
+        hooks: ToolHooks | None = None,
+        history: Sequence[dict[str, Any]] = (),
+        run_index: int = 0,
     ) -> None:
         self.model = model
         self.sandbox = sandbox
-        self.tools = tools
+        self.tools = combine(tools)
         self.bus = bus if isinstance(bus, EventBus) else EventBus([s.emit for s in bus], keep=False)
         self.config = config or AgentConfig()
         self.context = context
         self.messages: list[dict[str, Any]] = [
-            {"role": "system", "content": self.config.system_prompt}
+            {"role": "system", "content": self.config.system_prompt},
+            *(dict(m) for m in history),
         ]
         self.usage = Totals()
         self.running = False
-        self.run_index = 0
-        self._schemas = tools.schemas()
+        self.run_index = run_index
+        """Runs before this one (0: the next run is the session's first)."""
+        self._schemas = self.tools.schemas()
         self._steps_taken = 0
         self.stop = StopSignal(sandbox.interrupt if sandbox is not None else None)
         self.runner = ToolRunner(
-            tools, self.bus, self.stop.guard, approval=self.config.approval, approver=approver
+            self.tools,
+            self.bus,
+            self.stop.guard,
+            approval=self.config.approval,
+            approver=approver,
+            hooks=hooks,
         )
 
     @property
@@ -75,7 +90,13 @@ class AgentLoop:
         self.stop.request(ev.CANCELLED, reason)
 
     async def run(self, prompt: str) -> ev.RunFinished:
-        """Run one request to its end and return the ``RunFinished`` event (also published)."""
+        """Run one request to its end and return the ``RunFinished`` event (also published).
+
+        With a sandbox that is still starting (``StartingSandbox``), the first model request
+        goes out at once and the run begins (``RunStarted``) when the sandbox is ready. If it
+        cannot start, its error is raised and nothing is published; a stop while it starts
+        raises ``RunStopped``: no run began.
+        """
         if self.running:
             raise RuntimeError("a run is already in progress")
         self.running = True
@@ -85,6 +106,17 @@ class AgentLoop:
         deadline = asyncio.get_running_loop().call_later(
             wall, self.stop.request, ev.MAX_WALL_TIME, f"wall-time budget of {wall:g} s used up"
         )
+        first = self.run_index == 0 and self.context
+        content = f"{self.context}\n\n## Request\n{prompt}" if first else prompt
+        self.messages.append({"role": "user", "content": content})
+        self._steps_taken = 0
+        try:
+            head = await self._head_start()
+        except BaseException:
+            self.messages.pop()
+            deadline.cancel()
+            self.running = False
+            raise
         self.bus.publish(
             ev.RunStarted,
             prompt=prompt,
@@ -97,13 +129,10 @@ class AgentLoop:
             config=self.config.to_dict(),
             preloaded=getattr(self.sandbox, "preloaded", None),
         )
-        first = self.run_index == 0 and self.context
-        content = f"{self.context}\n\n## Request\n{prompt}" if first else prompt
-        self.messages.append({"role": "user", "content": content})
         self.run_index += 1
         answer: str | None = None
         try:
-            answer = await self._steps()
+            answer = await self._steps(head)
             status, reason = ev.ANSWERED, "the model gave its answer"
         except RunStopped as stop:
             status, reason = stop.status, stop.reason
@@ -116,9 +145,32 @@ class AgentLoop:
             log.exception("agent run failed")
             status, reason = ev.ERROR, f"internal error: {type(exc).__name__}: {exc}"
         finally:
+            if head is not None and not head.done():
+                head.cancel()
             deadline.cancel()
             self.running = False
         return self._finish(status, reason, answer, started)
+
+    async def _head_start(self) -> HeadStart | None:
+        """While the sandbox starts: the first model request, sent now (its events held
+        until the run has begun), and the wait for the sandbox. None when it is ready."""
+        sandbox = self.sandbox
+        if not isinstance(sandbox, StartingSandbox) or sandbox.started:
+            return None
+        head = None
+        if self._within_budget():
+            head = HeadStart(self.bus, lambda publish: self._request(1, publish))
+        try:
+            await self.stop.guard(sandbox.ready(), False)
+        except BaseException:
+            if head is not None:
+                head.cancel()
+            raise
+        return head
+
+    def _within_budget(self) -> bool:
+        cfg = self.config
+        return cfg.max_steps > 0 and self.usage.total < cfg.max_tokens
 
     def _finish(
         self, status: str, reason: str, answer: str | None, started: float
@@ -133,10 +185,10 @@ class AgentLoop:
             usage=self.usage.as_dict(),
         )
 
-    async def _steps(self) -> str:
-        """Query the model and execute its tool calls until it answers; budgets checked first."""
+    async def _steps(self, head: HeadStart | None = None) -> str:
+        """Query the model and execute its tool calls until it answers; budgets checked first
+        (the head start's request was sent within them)."""
         cfg = self.config
-        self._steps_taken = 0
         malformed = 0
         while True:
             self.stop.check()
@@ -148,13 +200,11 @@ class AgentLoop:
                 raise RunStopped(ev.MAX_TOKENS, f"token budget of {cfg.max_tokens} tokens used up")
             self._steps_taken += 1
             step = self._steps_taken
-            message = await self._query(step)
+            message = await self._query(step, head)
+            head = None
             calls = message.get("tool_calls") or []
             if not calls:
-                answer = message.get("content") or ""
-                if not str(answer).strip():  # an empty answer is no answer: never "answered"
-                    raise ModelError("the model's reply had no text and no tool call")
-                return answer
+                return message.get("content") or ""
             for index, call in enumerate(calls):
                 try:
                     self.stop.check()
@@ -169,22 +219,27 @@ class AgentLoop:
                     ev.MALFORMED, f"{malformed} malformed tool calls in a row; giving up"
                 )
 
-    async def _query(self, step: int) -> dict[str, Any]:
+    def _request(self, step: int, publish: Any) -> Any:
+        """The model request of ``step``; its text and retries announced through ``publish``."""
+
         def on_text(text: str) -> None:
-            self.bus.publish(ev.TextDelta, step=step, text=text)
+            publish(ev.TextDelta, step=step, text=text)
 
         def on_retry(attempt: int, wait_s: float, reason: str) -> None:
-            self.bus.publish(
-                ev.ModelRetry, step=step, attempt=attempt, wait_s=wait_s, reason=reason
-            )
+            publish(ev.ModelRetry, step=step, attempt=attempt, wait_s=wait_s, reason=reason)
 
-        request = self.model.complete(
-            self.messages, self._schemas, on_text=on_text, on_retry=on_retry
-        )
-        reply = await self.stop.guard(request, False)
+        return self.model.complete(self.messages, self._schemas, on_text=on_text, on_retry=on_retry)
+
+    async def _query(self, step: int, head: HeadStart | None = None) -> dict[str, Any]:
+        if head is not None:
+            reply = await self.stop.guard(head.reply(), False)
+        else:
+            reply = await self.stop.guard(self._request(step, self.bus.publish), False)
         usage = self.usage.add(reply.usage)
         self.bus.publish(ev.UsageUpdated, step=step, **usage)
         message = clean_message(reply.message)
+        if is_empty(message):  # an empty answer is no answer: never "answered"
+            raise empty_reply_error(self.model, reply)
         self.messages.append(message)
         self.bus.publish(ev.AssistantMessage, step=step, message=message)
         return message
@@ -197,7 +252,16 @@ class AgentLoop:
         call_id = str(call.get("id", ""))
         function = call.get("function") or {}
         name = str(function.get("name", ""))
-        outcome, well_formed = await self.runner.run(step, call_id, name, function.get("arguments"))
+        ctx = ToolContext(
+            step=step,
+            tool_call_id=call_id,
+            config=self.config,
+            steps_taken=self._steps_taken,
+            tokens_used=self.usage.total,
+            publish=self.bus.publish,
+            charge=lambda usage: self._charge(step, usage),
+        )
+        outcome, well_formed = await self.runner.run(ctx, name, function.get("arguments"))
         if outcome.plan is not None:
             self.bus.publish(ev.PlanUpdated, steps=outcome.plan)
         self._tool_message(call_id, outcome.text)
@@ -206,3 +270,8 @@ class AgentLoop:
         if outcome.over_budget is not None:  # the workspace is over its disk budget
             self.stop.request(ev.ERROR, outcome.over_budget.reason)
         return well_formed
+
+    def _charge(self, step: int, usage: Any) -> None:
+        """Tokens a tool spent for the session (its helpers): counted and announced."""
+        if usage.prompt_tokens or usage.completion_tokens:
+            self.bus.publish(ev.UsageUpdated, step=step, **self.usage.add(usage))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..events import ToolStatus
 from ..util.disk_budget import OverBudget
 from ..util.textbounds import head_tail, render_outputs
 from .ports import ExecResult
@@ -25,8 +26,9 @@ class ToolOutcome:
     """What one tool call came to. Fields are those of ``ToolCallFinished`` (``text`` is its
     ``result``), and ``plan``."""
 
-    status: str = "ok"
-    """ok | error | timeout | died (a cell or command) | refused (bad call) | denied (user)."""
+    status: ToolStatus = "ok"
+    """A cell's or command's own status (ok, error, timeout, died), or ``refused`` (a bad
+    call) or ``denied`` (by the user or a hook): ``events.ToolStatus``."""
     text: str = ""
     """The text the model is shown: bounded, with the sandbox's note said once."""
     code: str | None = None

@@ -1,8 +1,10 @@
-"""Ports: what the loop needs from a model, a sandbox and an event sink.
+"""Ports: what the loop needs from a model, a sandbox, an event sink, tool hooks and a
+snapshot store.
 
 The core (``loop.py``) depends only on these, so any OpenAI-compatible endpoint, a
-recorded transcript, a local or remote kernel, and any number of displays can be
-plugged in without the loop knowing which.
+recorded transcript, a local or remote kernel, any number of displays, the hook plugins
+(``hooks/``) and the snapshot store (``record/``) can be plugged in without the loop, or a
+tool, knowing which.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..config import SandboxLimits
-from ..events import Event
+from ..events import CellStatus, Event
 from ..util.disk_budget import OverBudget
 
 
@@ -32,6 +34,8 @@ class ModelReply:
 
     message: dict[str, Any]
     usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    """Why the server ended the reply (``stop``, ``length``, ``tool_calls``), if it said."""
 
 
 RetryCallback = Callable[[int, float, str], None]
@@ -67,7 +71,7 @@ class ExecResult:
     the cell took the workspace over its disk budget: the run stops on it.
     """
 
-    status: str  # "ok" | "error" | "timeout" | "died"
+    status: CellStatus
     outputs: list[dict[str, Any]] = field(default_factory=list)
     text: str = ""
     duration_s: float = 0.0
@@ -104,3 +108,58 @@ class EventSink(Protocol):
     """Receives every event of a session, in order. Must not block for long."""
 
     def emit(self, event: Event) -> None: ...
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call as hooks see it."""
+
+    session_id: str
+    step: int
+    tool_call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class HookVerdict(Protocol):
+    """What the hooks said before a call: the arguments to run with, or a denial."""
+
+    arguments: dict[str, Any]
+
+    @property
+    def denied(self) -> bool: ...
+
+    def outcome(self) -> Any:
+        """The ``ToolOutcome`` the model is shown for a denied call."""
+        ...
+
+
+@runtime_checkable
+class ToolHooks(Protocol):
+    """Plugins around every well-formed tool call (``hooks.HookChain`` implements it)."""
+
+    session_id: str
+
+    async def before(self, call: ToolCall) -> HookVerdict: ...
+
+    async def after(self, call: ToolCall, outcome: Any) -> Any:
+        """The outcome as the hooks leave it (a ``ToolOutcome``)."""
+        ...
+
+
+class SnapshotPort(Protocol):
+    """A workspace snapshot store (``record.snapshots.SnapshotStore``), as a tool needs it:
+    helpers start from a capture of the parent's workspace and bring back what changed."""
+
+    settings: Any
+    """Has ``large_file_bytes``: files above it are referenced, not copied."""
+
+    def capture(
+        self, workdir: Path, previous: str | None = None, *, session: str | None = None
+    ) -> Any:
+        """A snapshot of ``workdir`` (``.id``; ``.changed`` since ``previous``)."""
+        ...
+
+    def restore(self, snapshot_id: str, target: Path, *, budget_mb: int | None = None) -> Any:
+        """Write the snapshot's files into ``target``; ``DiskBudgetError`` if over budget."""
+        ...

@@ -1,9 +1,10 @@
 """The tool runner: one tool call from the model's message to its outcome.
 
-parse the arguments → ask for approval (tools under the ``ask`` policy) → call the tool →
-one ``ToolOutcome``. Every way a call can go wrong (arguments that are not JSON, an unknown
-tool, a refusal, a failure) becomes an outcome the model is shown, never an exception; only a
-stop of the run (``Guard`` raising) passes through, and the loop answers the calls left.
+parse the arguments → the hooks' ``before`` → approval (tools under the ``ask`` policy) →
+the tool, told its ``ToolContext`` → the hooks' ``after`` → one ``ToolOutcome``. Every way a
+call can go wrong (arguments that are not JSON, an unknown tool, a refusal, a failure) becomes
+an outcome the model is shown, never an exception; only a stop of the run (``Guard`` raising)
+passes through, and the loop answers the calls left.
 """
 
 from __future__ import annotations
@@ -11,13 +12,16 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from .. import events as ev
 from ..errors import CodeAgentError, ToolArgumentError, ToolError
 from .bus import EventBus
 from .outcome import ToolOutcome
+from .ports import OutputCallback, ToolCall, ToolHooks
 from .stopping import RunStopped
+from .toolset import ToolContext, Toolset
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -49,47 +53,61 @@ def parse_arguments(name: str, raw: Any) -> tuple[Any, ToolOutcome | None]:
 
 
 class ToolRunner:
-    """Runs the model's tool calls against ``tools``, announcing each step on ``bus``."""
+    """Runs the model's tool calls against ``tools``, announcing each step on ``bus``.
+
+    ``hooks`` (a ``ToolHooks``, e.g. ``hooks.HookChain``) see every well-formed call before
+    and after it runs; given at construction, like everything a runner works with.
+    """
 
     def __init__(
         self,
-        tools: Any,
+        tools: Toolset,
         bus: EventBus,
         guard: Guard,
         *,
         approval: dict[str, str],
         approver: Approver | None,
+        hooks: ToolHooks | None = None,
     ) -> None:
         self.tools = tools
         self.bus = bus
         self.guard = guard
         self.approval = approval
         self.approver = approver
-        self.hooks: Any = None
-        """A ``hooks.HookChain`` around every well-formed call, or None."""
+        self.hooks = hooks
 
-    async def run(self, step: int, call_id: str, name: str, raw: Any) -> tuple[ToolOutcome, bool]:
-        """The call's outcome, and whether the call was well formed (for the malformed count)."""
+    async def run(self, ctx: ToolContext, name: str, raw: Any) -> tuple[ToolOutcome, bool]:
+        """The call's outcome, and whether the call was well formed (for the malformed count).
+
+        ``ctx`` says which step and call this is; the runner adds the live-output callback.
+        """
         arguments, refused = parse_arguments(name, raw)
         if refused is not None:
             return refused, False
+        ctx = replace(ctx, on_output=self._output_to_bus(ctx.tool_call_id), hooks=self.hooks)
         if self.hooks is None:
-            return await self._checked(step, call_id, name, arguments)
-        from ..hooks import ToolCall
-
-        call = ToolCall(self.hooks.session_id, step, call_id, name, arguments)
+            return await self._checked(ctx, name, arguments)
+        session = self.hooks.session_id
+        call = ToolCall(session, ctx.step, ctx.tool_call_id, name, arguments)
         verdict = await self.hooks.before(call)
         if verdict.denied:
             outcome, well_formed = verdict.outcome(), True
         else:
-            call = ToolCall(self.hooks.session_id, step, call_id, name, verdict.arguments)
-            outcome, well_formed = await self._checked(step, call_id, name, verdict.arguments)
+            call = ToolCall(session, ctx.step, ctx.tool_call_id, name, verdict.arguments)
+            outcome, well_formed = await self._checked(ctx, name, verdict.arguments)
         return await self.hooks.after(call, outcome), well_formed
 
+    def _output_to_bus(self, call_id: str) -> OutputCallback:
+        def on_output(output: dict[str, Any]) -> None:
+            self.bus.publish(ev.CellOutput, tool_call_id=call_id, output=output)
+
+        return on_output
+
     async def _checked(
-        self, step: int, call_id: str, name: str, arguments: Any
+        self, ctx: ToolContext, name: str, arguments: Any
     ) -> tuple[ToolOutcome, bool]:
         """Approval (tools under ``ask``), then the call itself."""
+        step, call_id = ctx.step, ctx.tool_call_id
         if self.approval.get(name) == "ask" and not await self._approved(
             step, call_id, name, arguments
         ):
@@ -97,12 +115,8 @@ class ToolRunner:
         self.bus.publish(
             ev.ToolCallStarted, step=step, tool_call_id=call_id, name=name, arguments=arguments
         )
-
-        def on_output(output: dict[str, Any]) -> None:
-            self.bus.publish(ev.CellOutput, tool_call_id=call_id, output=output)
-
         try:
-            outcome = await self.guard(self.tools.call(name, arguments, on_output=on_output), True)
+            outcome = await self.guard(self.tools.call(name, arguments, ctx), True)
         except RunStopped:
             raise
         except ToolArgumentError as exc:

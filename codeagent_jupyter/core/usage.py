@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ModelError
+
 
 @dataclass
 class Totals:
@@ -67,3 +69,21 @@ def clean_message(message: dict[str, Any]) -> dict[str, Any]:
     if calls:
         clean["tool_calls"] = calls
     return clean
+
+
+def is_empty(message: dict[str, Any]) -> bool:
+    """A reply with no text and no tool call: no answer, whatever the server meant by it."""
+    return not str(message.get("content") or "").strip() and not message.get("tool_calls")
+
+
+def empty_reply_error(model: Any, reply: Any) -> ModelError:
+    """The one error for an empty reply, with what is known of why (the server's finish
+    reason; at the output limit, the limit)."""
+    name = getattr(model, "name", "") or "the model"
+    where = f" at {model.base_url}" if getattr(model, "base_url", "") else ""
+    finish = getattr(reply, "finish_reason", None)
+    why = f" (finish_reason {finish!r})" if finish else ""
+    limit = getattr(model, "max_output_tokens", None)
+    if finish == "length" and limit:
+        why = f" (it stopped at the output limit of {limit} tokens)"
+    return ModelError(f"model {name}{where} sent an empty reply: no text and no tool call{why}")

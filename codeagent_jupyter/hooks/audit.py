@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.outcome import ToolOutcome
+from ..events import NOT_RUN
 from ..util.redact import scrub
 from .base import ToolCall
 
@@ -37,7 +38,7 @@ class AuditHook:
         self._lock = threading.Lock()
 
     def after_tool(self, call: ToolCall, outcome: ToolOutcome) -> None:
-        reason = outcome.text if outcome.status in ("denied", "refused") else ""
+        reason = outcome.text if outcome.status in NOT_RUN else ""
         self._write(
             {
                 "event": "tool_call",

@@ -24,6 +24,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from ..core.outcome import DENIED_TEXT, ToolOutcome
+from ..core.ports import ToolCall
 from ..errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -35,17 +36,6 @@ BUILTIN = {
     "audit": "codeagent_jupyter.hooks.audit:AuditHook",
 }
 """The shipped hooks, found even where the package metadata is not installed."""
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call as hooks see it."""
-
-    session_id: str
-    step: int
-    tool_call_id: str
-    name: str
-    arguments: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -107,7 +97,7 @@ def load_hook(name: str, options: dict[str, Any] | None = None) -> Any:
 
 
 class HookChain:
-    """The enabled hooks, called in order with a time limit each."""
+    """The enabled hooks, called in order with a time limit each (``core.ports.ToolHooks``)."""
 
     def __init__(self, hooks: Iterable[Any], *, timeout_s: float = 5.0, session_id: str = ""):
         self.hooks = list(hooks)

@@ -17,7 +17,9 @@ from typing import Any
 
 import openai
 
+from ..config import ModelSettings
 from ..core.ports import ModelReply, RetryCallback, Usage
+from ..core.usage import is_empty
 from ..errors import ConfigError, ModelError
 from ._compat import cannot_stream_tools, hint, permanent, readable, refused_on_loopback
 from ._wire import merge_call, message_dict, outgoing, retry_after
@@ -41,7 +43,7 @@ model object (and its connection pool) serves every session."""
 NO_KEY = "no-key"
 """Sent when no key is configured: local servers need none, but the client insists on one."""
 
-DEFAULT_MAX_OUTPUT_TOKENS = 4096
+DEFAULT_MAX_OUTPUT_TOKENS = ModelSettings.max_output_tokens
 """Tokens one reply may take: without a bound a local server may write until its context is
 full (minutes per step on a CPU)."""
 
@@ -88,8 +90,9 @@ class OpenAIChatModel:
     sent explicitly (a missing one means "none" to llama-cpp-python); assistant turns go back
     with ``content: ""``; each reply is bounded by ``max_output_tokens``; a server that cannot
     stream replies with tools is asked again without streaming, remembered for this object
-    and said once through ``on_retry`` (attempt 0, no wait); a reply with neither text nor
-    tool calls is a ``ModelError``, never an answer.
+    and said once through ``on_retry`` (attempt 0, no wait). A reply with neither text nor
+    tool calls is returned with its ``finish_reason``: the loop refuses it as an answer, for
+    every model alike (``core.usage.empty_reply_error``).
     """
 
     def __init__(
@@ -98,9 +101,9 @@ class OpenAIChatModel:
         base_url: str | None = None,
         api_key: str | None = None,
         *,
-        stream: bool = False,
-        timeout: float = 120,
-        max_retries: int = 4,
+        stream: bool = ModelSettings.stream,
+        timeout: float = ModelSettings.timeout,
+        max_retries: int = ModelSettings.max_retries,
         backoff: float = 1.0,
         extra_body: dict[str, Any] | None = None,
         max_wait: float = 60.0,
@@ -293,10 +296,10 @@ class OpenAIChatModel:
                 if getattr(c, "function", None) is not None
             ]
             message = message_dict(raw.content, calls)
-            self._check_not_empty(message, choice.finish_reason)
             if raw.content and on_text is not None:
                 on_text(raw.content)
-            return ModelReply(message, self._usage(response.usage, messages, tools, message))
+            usage = self._usage(response.usage, messages, tools, message)
+            return ModelReply(message, usage, choice.finish_reason)
         if self._stream_usage:
             kwargs["stream_options"] = {"include_usage": True}
         text_parts: list[str] = []
@@ -328,22 +331,9 @@ class OpenAIChatModel:
             raise
         calls = [(c[0], c[1], "".join(c[2])) for _, c in sorted(calls_by_index.items())]
         message = message_dict("".join(text_parts), calls)
-        if tools and finish is None and _is_empty(message):
+        if tools and finish is None and is_empty(message):
             raise _NoStreamedTools("its stream ended without any reply")
-        self._check_not_empty(message, finish)
-        return ModelReply(message, self._usage(usage, messages, tools, message))
-
-    def _check_not_empty(self, message: dict[str, Any], finish: str | None) -> None:
-        """A reply with no text and no tool call is no answer: say so, with what is known."""
-        if not _is_empty(message):
-            return
-        why = f" (finish_reason {finish!r})" if finish else ""
-        if finish == "length":
-            why = f" (it stopped at the output limit of {self.max_output_tokens} tokens)"
-        raise ModelError(
-            f"model {self.name} at {self.base_url} sent an empty reply: "
-            f"no text and no tool call{why}"
-        )
+        return ModelReply(message, self._usage(usage, messages, tools, message), finish)
 
     @staticmethod
     def _usage(
@@ -354,10 +344,6 @@ class OpenAIChatModel:
         if prompt is None and completion is None:
             return Usage(_estimate([messages, tools]), _estimate(reply), estimated=True)
         return Usage(prompt or 0, completion or 0)
-
-
-def _is_empty(message: dict[str, Any]) -> bool:
-    return not (message.get("content") or "").strip() and not message.get("tool_calls")
 
 
 def _is_transport_error(exc: Exception) -> bool:

@@ -51,7 +51,7 @@ class HelperSections:
         self._heads: dict[str, str] = {}
         """Helper label -> id of its section's heading."""
 
-    def add(self, e: ev.ChildEvent, inner: ev.Event) -> Any:
+    def add(self, e: ev.HelperEvent, inner: ev.Event) -> Any:
         """Record one helper event; returns the last cell it created (or None)."""
         builder = self._builders.get(e.child)
         tags = {"child": e.child, "parent_tool_call_id": e.parent_tool_call_id}

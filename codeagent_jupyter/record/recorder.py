@@ -52,10 +52,6 @@ __all__ = ["OUTPUT_CAP", "NotebookRecorder", "SessionRecord", "load_session", "s
 OUTPUT_CAP = 2_000_000
 """Characters of outputs kept per cell: a safety net behind the sandbox's own bound."""
 _NO_SAVE = {"tool_call_started", "usage", "model_retry"}
-_NOT_RUN = {"refused", "denied"}
-_CELL_TOOLS = {"run_cell", "run_command", "write_file"}
-"""Tools recorded as code cells (``write_file`` as ``%%writefile``), so a re-run recreates
-the files and shell effects later cells depend on."""
 
 
 def _mid_step(event: ev.Event) -> bool:
@@ -169,7 +165,7 @@ class NotebookRecorder:
         saves = event.type not in _NO_SAVE and not _mid_step(event)
         cell = None
         match event:
-            case ev.ChildEvent():
+            case ev.HelperEvent():
                 inner = event.inner()
                 if inner is None or inner.type in NOT_LOGGED:
                     return
@@ -250,10 +246,10 @@ class NotebookRecorder:
         meta: dict[str, Any] = {"tool_call_id": e.tool_call_id, "tool": e.name, "status": e.status}
         meta |= {"duration_s": round(e.duration_s, 3), "note": e.note}
         source = None
-        ran = e.status == "ok" or (e.name != "write_file" and e.status not in _NOT_RUN)
-        if e.name in _CELL_TOOLS and ran:
+        ran = e.status == "ok" or (e.name != "write_file" and e.status not in ev.NOT_RUN)
+        if e.name in ev.WORKSPACE_WRITERS and ran:  # a re-run recreates their effects
             source = _source_for(e.name, e.code, args)
-        if e.name == "update_plan" and e.status == "ok":
+        if e.name == ev.PLAN_TOOL and e.status == "ok":
             return None  # the plan_updated cell shows it
         if source is None:
             shown = ", ".join(f"{k}=`{_short(v)}`" for k, v in args.items())

@@ -21,7 +21,6 @@ from .. import events as ev
 from ..errors import ConfigError
 from .eventlog import decode_notebook
 from .reader import read_session
-from .snapshot_sink import CODE_TOOLS
 
 INTERRUPTED_CALL = "Not run: the session was interrupted before this call finished."
 """The tool message for a call the notebook shows started but never finished."""
@@ -172,7 +171,7 @@ def _rerun(cell: Any) -> bool:
     meta = cell.metadata.get("codeagent", {})
     return (
         cell.cell_type == "code"
-        and meta.get("tool") in CODE_TOOLS
+        and meta.get("tool") in ev.WORKSPACE_WRITERS
         and meta.get("status") == "ok"
         and not meta.get("child")  # a helper's cell ran in the helper's own sandbox
     )

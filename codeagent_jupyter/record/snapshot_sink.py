@@ -22,10 +22,7 @@ from .snapshots import SnapshotStore, StoreFullError
 
 log = logging.getLogger(__name__)
 
-CODE_TOOLS = frozenset({"run_cell", "run_command", "write_file"})
-"""Tools whose call may change the workspace."""
-_NOT_RUN = frozenset({"refused", "denied"})
-_CHANGES_FILES = CODE_TOOLS | {"delegate"}
+_CHANGES_FILES = ev.WORKSPACE_WRITERS | {ev.HELPER_TOOL}
 """Calls after which the workspace is snapshotted (``delegate`` brings helpers' files back)."""
 
 
@@ -58,7 +55,7 @@ class SnapshotRecorder:
         elif (
             isinstance(event, ev.ToolCallFinished)
             and event.name in _CHANGES_FILES
-            and event.status not in _NOT_RUN
+            and event.status not in ev.NOT_RUN
         ):
             self.capture(event.step, event.tool_call_id)
 

@@ -6,9 +6,9 @@ contract (``start``/``execute``/``run_command``/``interrupt``/``restart``/``shut
 (the default, unchanged); ``GatewayBackend`` starts them on a Jupyter Kernel Gateway or
 Enterprise Gateway, for when one machine is not enough.
 
-The settings are declared once here (``SETTINGS_HELP``) so the server's
-``c.CodeAgent.sandbox_backend``/``gateway_url``/``gateway_token`` and the CLI's
-``--sandbox-backend``/``--gateway-url`` say the same thing.
+The settings are declared once here (``SETTINGS_HELP``) for the server's
+``c.CodeAgent.sandbox_backend``/``gateway_url``/``gateway_token``; the CLI chooses the
+gateway backend with ``--gateway-url`` (and its token from ``$CODEAGENT_GATEWAY_TOKEN``).
 """
 
 from __future__ import annotations

@@ -16,11 +16,17 @@ enables it on ``pip install``. Routes (all behind the server's auth, resource ``
     WS     sessions/ID/events?since=N              events from seq N, then live
     POST   sessions/ID/messages  {text}            follow-up in the same sandbox (202)
     POST   sessions/ID/cancel                      interrupt the cell, stop the run
+    POST   sessions/ID/pause                       stop after the step in flight, release
+                                                   the sandbox (a message resumes it)
+    POST   sessions/ID/fork  {prompt, step?}       a new session from the state after step
+                                                   (default: the end) -> 201
     POST   sessions/ID/approvals/CALL {approve, remember?}  decide a tool call under "ask"
                                                 ("remember": "session" allows the tool
                                                 for the rest of the session)
     POST   sessions/ID/cells/CALL/accept|reject    record the user's decision
     GET    sessions/ID/notebook                    the session .ipynb
+    POST   uploads?name=&format=&sha256=           stream one variable's bytes for a later
+                                                   session's ``uploads`` (413 over the cap)
 
 Sessions belong to the user who started them: anyone else gets 404 on every session route
 (members of ``c.CodeAgent.read_groups`` may read and watch, not change: 403). Session

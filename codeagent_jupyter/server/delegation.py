@@ -4,8 +4,9 @@ Off unless the administrator sets ``c.CodeAgent.delegate_max_per_call``. A helpe
 is started fresh by the supply's backend (``SandboxSupply.get_fresh``: the user's warm
 sandbox stays theirs) with the session's limits, never more. Its events go out on the
 session's stream under the ``delegate`` call, its cells become a section of the session's
-notebook, and the session's tool hooks apply to its calls. Cancelling, pausing or closing
-the session cancels the call, which shuts every helper's sandbox down before the run ends.
+notebook, its own notebook goes next to the session's (``helpers/<session id>/``), and the
+session's tool hooks apply to its calls. Cancelling, pausing or closing the session cancels
+the call, which shuts every helper's sandbox down before the run ends.
 """
 
 from __future__ import annotations
@@ -17,24 +18,25 @@ from typing import Any
 
 from ..config import SandboxLimits
 from ..errors import SandboxError
-from ..tools.delegate import DelegateSettings, Delegator, offer_delegate
+from ..record.helper_notebooks import helper_recorders, helpers_folder, helpers_started
+from ..tools import HelperSettings, HelperTool
 from .session import AgentSession
 from .supply import shutdown_quietly
 
 
-def offer_helpers(
+def helper_tool(
     manager: Any,
     session: AgentSession,
-    loop: Any,
+    model: Any,
     *,
     workdir: Path,
     limits: SandboxLimits,
     recorder: Any,
-) -> Any:
-    """``loop`` with the ``delegate`` tool when the administrator enabled it, else ``loop``."""
+) -> HelperTool | None:
+    """The session's ``delegate`` tool when the administrator enabled it, else None."""
     settings = manager.settings
     if settings.delegate_max_per_call <= 0:
-        return loop
+        return None
 
     @contextlib.asynccontextmanager
     async def helper_sandbox(path: Path) -> AsyncIterator[Any]:
@@ -46,21 +48,19 @@ def offer_helpers(
         finally:
             await shutdown_quietly(sandbox)
 
-    caps = DelegateSettings(
+    caps = HelperSettings(
         max_per_call=settings.delegate_max_per_call,
         max_total=settings.delegate_max_total,
-        child_max_steps=settings.delegate_max_steps,
+        helper_max_steps=settings.delegate_max_steps,
     )
-    notebooks = manager.sessions_dir / "helpers" / session.id
-    delegator = Delegator(
-        loop.model,
+    return HelperTool(
+        model,
         workdir,
         helper_sandbox,
         manager.snapshots.store_for(session.owner),
-        notebooks,
+        helper_recorders(helpers_folder(session.path, session.id)),
         caps,
         session=session.id,
         disk_mb=limits.disk_mb,
+        earlier=helpers_started(recorder.notebook),
     )
-    delegator.count_earlier(recorder.notebook)
-    return offer_delegate(loop, delegator)

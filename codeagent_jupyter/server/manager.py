@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import uuid
 from pathlib import Path
@@ -17,11 +16,11 @@ from typing import Any
 from ..config import SandboxLimits
 from ..sandbox.demand import ceiling
 from . import lifecycle
-from .delegation import offer_helpers
+from .assembly import build_session_agent
 from .errors import ApiError
 from .model_registry import ModelRegistry
 from .policy import Caller, check_max_steps, check_text, session_limits
-from .revive import attach_hooks, pause, revive, snapshot_sink
+from .revive import pause, revive
 from .session import AgentSession
 from .signing import SessionSigner, UnsignedNotebook
 from .snapshot_areas import SnapshotAreas, protected_sessions
@@ -170,7 +169,6 @@ class SessionManager:
         ``kernel_id`` (the user's kernel) names the notebook through jupyter_server's
         sessions, over ``notebook_path``; ``cells`` are the live notebook's (``livecells``).
         """
-        from ..core.assembly import build_agent
         from ..core.context import build_context
         from ..record.recorder import NotebookRecorder
         from ..tools.edit_cell import cells_of
@@ -209,38 +207,27 @@ class SessionManager:
             raise ApiError(409, f"session {session_id} was closed while starting")
         try:
             loaded = await self.uploads.load(chosen_uploads, sandbox)
-            config = self.settings.agent_config()
-            if max_steps is not None:
-                config = dataclasses.replace(config, max_steps=max_steps)
-            config.extra_context.update({"owner": owner, "notebook_path": notebook_path})
-            price = self.settings.prices.get(chosen.name)
-            if isinstance(price, dict):
-                config.extra_context["price"] = {
-                    k: float(price.get(k, 0)) for k in ("input", "output")
-                }
             recorder = NotebookRecorder(path, session_id=session_id, on_saved=self.signer.saved)
             session.bus.subscribe(recorder.emit)
-            snapshot_sink(self, session, recorder, workdir)
-            loop = build_agent(
+            context = build_context(
+                workdir,
+                notebook,
+                namespace=namespace,
+                loaded=loaded,
+                preloaded=getattr(sandbox, "preloaded", None),
+            )
+            loop = build_session_agent(
+                self,
+                session,
                 chosen,
                 sandbox,
-                session.bus,
-                config,
+                recorder,
                 workdir=workdir,
-                approver=session.approve,
-                context=build_context(
-                    workdir,
-                    notebook,
-                    namespace=namespace,
-                    loaded=loaded,
-                    preloaded=getattr(sandbox, "preloaded", None),
-                ),
+                limits=chosen_limits,
+                max_steps=max_steps,
+                context=context,
                 notebook_cells=cells_of(notebook),
             )
-            loop = offer_helpers(
-                self, session, loop, workdir=workdir, limits=chosen_limits, recorder=recorder
-            )
-            attach_hooks(self, session, loop)
         except BaseException:
             del self.sessions[session_id]
             await shutdown_quietly(sandbox)

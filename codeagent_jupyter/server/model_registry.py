@@ -66,10 +66,7 @@ class ModelRegistry:
                 name,
                 base_url,
                 settings.resolved_api_key(),
-                stream=settings.stream,
-                timeout=settings.model_timeout,
-                max_retries=settings.model_max_retries,
-                max_output_tokens=settings.max_output_tokens,
+                **settings.model_settings().client_options(),
                 send_session=self.send_session,
             )
             self._models[name] = model

@@ -22,11 +22,9 @@ from ..errors import ConfigError
 from ..record.reader import parse_session
 from ..record.restore import Rebuilt, rebuild
 from ..record.resume import ResumePlan, plan
-from ..record.snapshot_sink import SnapshotRecorder
-from ..record.snapshots import SnapshotStore
 from . import lifecycle
+from .assembly import build_session_agent, store_of
 from .bodies import body_schema
-from .changes_sink import attach as keep_changes_cell
 from .errors import ApiError
 from .policy import check_text
 from .session import AgentSession
@@ -38,49 +36,6 @@ log = logging.getLogger(__name__)
 PAUSED_REASON = "paused by the user"
 FORK = body_schema({"prompt": "string"}, {"step": "integer"})
 """The body of ``POST …/fork``: the new request, and the step to fork after (default: end)."""
-
-
-def store_of(manager: Any, owner: str) -> SnapshotStore:
-    """``owner``'s snapshot store: in the server's state directory, out of every sandbox's
-    reach, bounded by the per-user quota (``snapshot_areas``)."""
-    return manager.snapshots.store_for(owner)
-
-
-def snapshot_sink(manager: Any, session: AgentSession, recorder: Any, workdir: Any) -> None:
-    """Snapshot ``workdir`` after each step, ahead of the recorder (so each save has it)."""
-    keep_changes_cell(manager, session, recorder, workdir)  # after the recorder: last cell
-    meta = recorder.notebook.metadata["codeagent"]
-    if session.snapshots is not None:  # resumed again: the same sink, the current notebook
-        session.snapshots.meta, session.snapshots.workdir = meta, workdir
-        return
-    store = store_of(manager, session.owner)
-    session.snapshots = SnapshotRecorder(store, workdir, meta, session=session.id)
-    session.bus.subscribe(session.snapshots.emit, first=True)
-
-
-def attach_hooks(manager: Any, session: AgentSession, loop: Any) -> None:
-    """The administrator's tool hooks around ``loop``'s tool calls (``c.CodeAgent.hooks``)."""
-    from ..hooks import HookChain
-
-    settings = manager.settings
-    names = list(getattr(settings, "hooks", None) or [])
-    if not names:
-        return
-    try:
-        chain = HookChain.from_names(
-            names,
-            dict(settings.hook_options),
-            timeout_s=settings.hook_timeout,
-            session_id=session.id,
-        )
-    except ConfigError as e:
-        raise ApiError(503, f"the tool hooks are misconfigured: {e}") from None
-    if session.hooks is not None:
-        session.bus.unsubscribe(session.hooks.emit)
-    session.hooks = chain
-    loop.runner.hooks = chain
-
-    session.bus.subscribe(chain.emit, on_end=lambda: chain.end_soon({"owner": session.owner}))
 
 
 def _plan(manager: Any, session: AgentSession, step: int | None) -> ResumePlan:
@@ -199,9 +154,7 @@ async def _restore(r: _Revival, prompt: str) -> None:
 
 async def _rebuild(r: _Revival) -> tuple[Rebuilt, Any, Any]:
     """Re-run the cells in the new sandbox; the notebook recorder and the loop to go on with."""
-    from ..core.assembly import build_agent
     from ..record.recorder import NotebookRecorder
-    from .delegation import offer_helpers
 
     manager, parent, session, todo, workdir = r.manager, r.parent, r.session, r.todo, r.workdir
     rebuilt = await rebuild(todo, r.sandbox, store_of(manager, parent.owner))
@@ -222,19 +175,17 @@ async def _rebuild(r: _Revival) -> tuple[Rebuilt, Any, Any]:
         session.bus.subscribe(recorder.emit)
     meta = recorder.notebook.metadata["codeagent"]
     meta.setdefault("restores", []).append(rebuilt.to_dict())
-    snapshot_sink(manager, session, recorder, workdir)
-    config = manager.settings.agent_config()
-    config.extra_context.update({"owner": parent.owner, "notebook_path": parent.notebook_path})
-    loop = build_agent(
-        r.model, r.sandbox, session.bus, config, workdir=workdir, approver=session.approve
+    loop = build_session_agent(
+        manager,
+        session,
+        r.model,
+        r.sandbox,
+        recorder,
+        workdir=workdir,
+        limits=r.limits,
+        history=[*todo.messages, {"role": "user", "content": rebuilt.note_for_model()}],
+        run_index=len(meta.get("runs", [])),
     )
-    loop = offer_helpers(
-        manager, session, loop, workdir=workdir, limits=r.limits, recorder=recorder
-    )
-    loop.messages += todo.messages
-    loop.messages.append({"role": "user", "content": rebuilt.note_for_model()})
-    loop.run_index = len(meta.get("runs", []))
-    attach_hooks(manager, session, loop)
     return rebuilt, loop, recorder
 
 
@@ -257,12 +208,12 @@ async def pause(session: AgentSession, *, wait_s: float) -> None:
     if session.running and session.loop is not None:
         loop = session.loop
         if not _in_tool_call(session):
-            loop.stop.request("cancelled", PAUSED_REASON)
+            loop.cancel(PAUSED_REASON)
         else:
 
             def after_call(event: Any) -> None:
                 if event.type == "tool_call_finished":
-                    loop.stop.request("cancelled", PAUSED_REASON)
+                    loop.cancel(PAUSED_REASON)
                     session.bus.unsubscribe(after_call)
 
             session.bus.subscribe(after_call)

@@ -15,7 +15,7 @@ from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Dict, Enum, Float, Int, List, Type, Unicode, validate
 from traitlets.config import Configurable
 
-from ..config import AgentConfig, SandboxLimits
+from ..config import AgentConfig, ModelSettings, SandboxLimits
 from ..sandbox.backend import BACKENDS, SETTINGS_HELP, SandboxBackend, make_backend
 
 APPROVAL_POLICIES = ("auto", "ask")
@@ -30,21 +30,22 @@ def _agent_trait(name: str, more_help: str = "") -> Any:
     return kind(default, config=True, help=AgentConfig.help(name) + more_help)
 
 
+def _model_trait(name: str, more_help: str = "") -> Any:
+    """The trait of a ``ModelSettings`` field (``c.CodeAgent.<setting_name>``): its type,
+    default and help come from there."""
+    default = getattr(ModelSettings(), name)
+    text = ModelSettings.help(name) + more_help
+    if default is None:
+        return Unicode(None, allow_none=True, config=True, help=text)
+    kind = {bool: Bool, int: Int, float: Float}[type(default)]
+    return kind(default, config=True, help=text)
+
+
 class CodeAgent(Configurable):
     """Administrator settings of the agent service (config section ``CodeAgent``)."""
 
-    model = Unicode(
-        None,
-        allow_none=True,
-        config=True,
-        help="Default model name; falls back to the CODEAGENT_MODEL environment variable.",
-    )
-    base_url = Unicode(
-        None,
-        allow_none=True,
-        config=True,
-        help="OpenAI-compatible endpoint; falls back to OPENAI_BASE_URL, then the OpenAI API.",
-    )
+    model = _model_trait("model", " The sessions' default; allowed_models lists others.")
+    base_url = _model_trait("base_url")
     recording = Unicode(
         "",
         config=True,
@@ -176,14 +177,14 @@ class CodeAgent(Configurable):
         "the user's oldest idle session (its sandbox; a message resumes it from its "
         "snapshots); only when all of them are running is the new one refused (429).",
     )
-    stream = Bool(False, config=True, help="Stream model text (text_delta events) as it arrives.")
+    stream = _model_trait("stream", " Text arrives on the event stream as text_delta events.")
     max_steps = _agent_trait("max_steps")
     max_wall_s = _agent_trait("max_wall_s")
     max_tokens = _agent_trait("max_tokens")
     result_chars = _agent_trait("result_chars")
-    model_timeout = Float(120.0, config=True, help="Seconds one model request may take.")
-    model_max_retries = Int(4, config=True, help="Retries of a failed model request.")
-    max_output_tokens = Int(4096, config=True, help="Tokens one model reply may take.")
+    model_timeout = _model_trait("timeout")
+    model_max_retries = _model_trait("max_retries")
+    max_output_tokens = _model_trait("max_output_tokens")
     idle_timeout = Float(
         1800.0,
         config=True,
@@ -273,6 +274,15 @@ class CodeAgent(Configurable):
 
     def sandbox_limits(self) -> SandboxLimits:
         return SandboxLimits.from_dict(self.limits)
+
+    def model_settings(self) -> ModelSettings:
+        """The model traits as the ``ModelSettings`` they were declared from."""
+        return ModelSettings(
+            **{
+                f.name: getattr(self, ModelSettings.setting_name(f.name))
+                for f in fields(ModelSettings)
+            }
+        )
 
     def agent_config(self) -> AgentConfig:
         return AgentConfig(**{name: copy.deepcopy(getattr(self, name)) for name in AGENT_TRAITS})

@@ -14,7 +14,6 @@ from typing import Any
 
 from .. import events as ev
 from .state import (
-    CODE_TOOLS,
     HIDDEN_TOOLS,
     RUNNING,
     ApprovalItem,
@@ -29,7 +28,6 @@ from .state import (
     ToolItem,
 )
 
-EDIT_TOOL = "edit_cell"
 """A proposed edit of one of the user's cells: a cell item whose code is the new source."""
 
 __all__ = ["SessionState", "fold", "reduce"]
@@ -92,8 +90,8 @@ def reduce(state: SessionState, event: ev.Event) -> SessionState:
             new = _run_finished(state, event)
         case ev.CellDecision():
             new = _update(state, CellItem, event.tool_call_id, decision=event.accepted)
-        case ev.ChildEvent():
-            new = _child_event(state, event)
+        case ev.HelperEvent():
+            new = _helper_event(state, event)
         case ev.SessionRestored():
             note = NoteItem(f"restored-{event.seq}", event.summary, tuple(event.problems))
             new = replace(state, items=(*state.items, note))
@@ -157,7 +155,7 @@ def _assistant_message(s: SessionState, e: ev.AssistantMessage) -> SessionState:
 def _tool_call_started(s: SessionState, e: ev.ToolCallStarted) -> SessionState:
     if e.name in HIDDEN_TOOLS:
         return s
-    if e.name in (*CODE_TOOLS, EDIT_TOOL):
+    if e.name in (*ev.KERNEL_TOOLS, ev.EDIT_TOOL):
         key = {"run_cell": "code", "run_command": "command"}.get(e.name, "new_source")
         args = e.arguments
         code = str(args.get(key, "")) if isinstance(args, dict) else ""
@@ -203,7 +201,7 @@ def _tool_call_finished(s: SessionState, e: ev.ToolCallFinished) -> SessionState
     return _put(s, index, replace(current, status=e.status or "ok", result=e.result))
 
 
-def _child_event(s: SessionState, e: ev.ChildEvent) -> SessionState:
+def _helper_event(s: SessionState, e: ev.HelperEvent) -> SessionState:
     """A helper's event, folded into its own state under the ``delegate`` call's item."""
     index = _find(s, lambda i: isinstance(i, ToolItem) and i.tool_call_id == e.parent_tool_call_id)
     inner = e.inner()

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..events import PLAN_TOOL
+
 RUNNING = "running"
-CODE_TOOLS = ("run_cell", "run_command")
-"""Tools whose calls are code cells (the ones a user accepts into a notebook)."""
-HIDDEN_TOOLS = ("update_plan",)  # shown as the plan, not as a timeline entry
+HIDDEN_TOOLS = (PLAN_TOOL,)  # shown as the plan, not as a timeline entry
 
 
 def command_source(command: str) -> str:

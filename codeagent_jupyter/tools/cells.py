@@ -6,6 +6,7 @@ import inspect
 from typing import Any
 
 from ..core.ports import ExecResult, OutputCallback
+from ..core.starting import StartingSandbox
 from ..errors import ToolError
 
 # Runs a shell command from inside the kernel when the sandbox has no ``run_command`` of its
@@ -33,18 +34,19 @@ def shell_in_kernel_code(command: str) -> str:
     return f"exec({snippet!r}, {{}})"
 
 
-def _require(sandbox: Any) -> Any:
+async def _require(sandbox: Any) -> Any:
+    """The sandbox to run in, once it is ready (one still starting is waited for)."""
     if sandbox is None:
         raise ToolError("no sandbox is attached to this session; code cannot run")
-    return sandbox
+    return await sandbox.ready() if isinstance(sandbox, StartingSandbox) else sandbox
 
 
 async def run_cell(sandbox: Any, code: str, on_output: OutputCallback | None) -> ExecResult:
-    return await _require(sandbox).execute(code, on_output=on_output)
+    return await (await _require(sandbox)).execute(code, on_output=on_output)
 
 
 async def run_command(sandbox: Any, command: str, on_output: OutputCallback | None) -> ExecResult:
-    sandbox = _require(sandbox)
+    sandbox = await _require(sandbox)
     own = getattr(sandbox, "run_command", None)
     if own is None:
         return await sandbox.execute(

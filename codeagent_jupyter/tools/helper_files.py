@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..record.snapshots import SnapshotStore
+from ..core.ports import SnapshotPort
 from ..util.confined import ConfinementError, Workspace
 from ..util.disk_budget import check_room
 
@@ -20,13 +20,13 @@ MAX_FILES_BACK = 200
 """Changed files one helper brings back at most."""
 
 
-def copy_out(store: SnapshotStore, seed: str, ws: Path, budget_mb: int | None) -> None:
+def copy_out(store: SnapshotPort, seed: str, ws: Path, budget_mb: int | None) -> None:
     """The parent's files as of snapshot ``seed``, into the helper's empty ``ws``."""
     store.restore(seed, ws, budget_mb=budget_mb)
 
 
 def copy_back(
-    store: SnapshotStore,
+    store: SnapshotPort,
     ws: Path,
     seed: str,
     parent: Path,

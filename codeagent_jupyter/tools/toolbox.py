@@ -12,8 +12,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..config import AgentConfig
 from ..core.outcome import ToolOutcome
 from ..core.ports import OutputCallback
+from ..core.toolset import ToolContext
 from ..errors import ConfigError, ToolArgumentError, ToolError
 from ..util.confined import ConfinementError, Workspace
 from ..util.textbounds import head_tail
@@ -26,14 +28,18 @@ _PATH = {"type": "string", "description": "Path relative to the workspace root."
 
 
 class ToolBox:
-    """The enabled tools bound to one sandbox and one workspace directory."""
+    """The standard tools bound to one sandbox and one workspace directory: a ``Toolset``.
+
+    ``sandbox`` may still be starting (``core.starting.StartingSandbox``): a cell waits
+    for it, the file tools do not need it.
+    """
 
     def __init__(
         self,
         sandbox: Any,
         workdir: Path,
         *,
-        result_chars: int = 8000,
+        result_chars: int = AgentConfig.result_chars,
         enabled: Iterable[str] | None = None,
         notebook_cells: dict[str, str] | None = None,
     ) -> None:
@@ -60,12 +66,20 @@ class ToolBox:
         return copy.deepcopy(self._schemas)
 
     async def call(
-        self, name: str, arguments: dict[str, Any], *, on_output: OutputCallback | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        ctx: ToolContext | None = None,
+        *,
+        on_output: OutputCallback | None = None,
     ) -> ToolOutcome:
-        """Check ``arguments`` against the tool's schema and run it.
+        """Check ``arguments`` against the tool's schema and run it (a ``Toolset``).
 
-        Raises ToolArgumentError for unknown tools and arguments that do not fit the schema,
-        ToolError when the tool refuses; a cell that fails is a result, not an exception.
+        Live outputs go to ``ctx.on_output``, and the model is shown at most
+        ``ctx.config.result_chars`` characters of the result (without a context:
+        ``on_output`` and this box's ``result_chars``). Raises ToolArgumentError for
+        unknown tools and arguments that do not fit the schema, ToolError when the tool
+        refuses; a cell that fails is a result, not an exception.
         """
         tool = self._tools.get(name)
         if tool is None:
@@ -75,7 +89,9 @@ class ToolBox:
             raise ToolArgumentError(f"{name}: arguments must be a JSON object")
         args = check(arguments, tool.parameters, name)
         started = time.perf_counter()
-        result = await tool.handler(self, on_output=on_output, **args)
+        output = ctx.on_output if ctx is not None else on_output
+        limit = ctx.config.result_chars if ctx is not None else self.result_chars
+        result = await tool.handler(self, on_output=output, limit=limit, **args)
         if not result.duration_s:
             result.duration_s = time.perf_counter() - started
         return result
@@ -83,8 +99,9 @@ class ToolBox:
     file_timeout_s: float = files.TIMEOUT_S
     """Seconds a file tool may run before the model gets a timeout error instead."""
 
-    async def _in_thread(self, fn: Any, *args: Any) -> ToolOutcome:
-        """Run a file tool confined to the workspace, on the file tools' own bounded pool."""
+    async def _in_thread(self, limit: int, fn: Any, *args: Any) -> ToolOutcome:
+        """Run a file tool confined to the workspace, on the file tools' own bounded pool;
+        its text bounded to ``limit`` characters."""
         try:
             text = await files.run(fn, Workspace(self.root), *args, timeout=self.file_timeout_s)
         except TimeoutError:
@@ -96,15 +113,18 @@ class ToolBox:
             raise ToolError(str(e)) from None
         except OSError as e:  # permissions, disk full, name too long...
             raise ToolError(f"{fn.__name__} failed: {e.strerror or e}") from None
-        return ToolOutcome(text=head_tail(text, self.result_chars))
+        return ToolOutcome(text=head_tail(text, limit))
 
-    async def _run_cell(self, *, code: str, on_output: OutputCallback | None) -> ToolOutcome:
+    # Each handler gets the call's arguments, ``on_output`` (live outputs) and ``limit`` (the
+    # characters of its result the model may see: the run's ``AgentConfig.result_chars``).
+
+    async def _run_cell(self, *, code: str, on_output: Any, limit: int) -> ToolOutcome:
         res = await kernel.run_cell(self.sandbox, code, on_output)
-        return ToolOutcome.of_execution(res, code, self.result_chars)
+        return ToolOutcome.of_execution(res, code, limit)
 
-    async def _run_command(self, *, command: str, on_output: OutputCallback | None) -> ToolOutcome:
+    async def _run_command(self, *, command: str, on_output: Any, limit: int) -> ToolOutcome:
         res = await kernel.run_command(self.sandbox, command, on_output)
-        return ToolOutcome.of_execution(res, command, self.result_chars)
+        return ToolOutcome.of_execution(res, command, limit)
 
     async def _read_file(
         self,
@@ -112,34 +132,37 @@ class ToolBox:
         path: str,
         start_line: int | None = None,
         end_line: int | None = None,
-        on_output: Any = None,
+        on_output: Any,
+        limit: int,
     ) -> ToolOutcome:
-        return await self._in_thread(files.read_file, path, start_line, end_line, self.result_chars)
+        return await self._in_thread(limit, files.read_file, path, start_line, end_line, limit)
 
-    async def _write_file(self, *, path: str, content: str, on_output: Any = None) -> ToolOutcome:
+    async def _write_file(
+        self, *, path: str, content: str, on_output: Any, limit: int
+    ) -> ToolOutcome:
         budget = getattr(getattr(self.sandbox, "limits", None), "disk_mb", None)
-        return await self._in_thread(files.write_file, path, content, budget)
+        return await self._in_thread(limit, files.write_file, path, content, budget)
 
-    async def _list_files(self, *, path: str = ".", on_output: Any = None) -> ToolOutcome:
-        return await self._in_thread(files.list_files, path, self.result_chars, self.file_timeout_s)
+    async def _list_files(self, *, path: str = ".", on_output: Any, limit: int) -> ToolOutcome:
+        return await self._in_thread(limit, files.list_files, path, limit, self.file_timeout_s)
 
     async def _search_files(
-        self, *, pattern: str, path: str = ".", on_output: Any = None
+        self, *, pattern: str, path: str = ".", on_output: Any, limit: int
     ) -> ToolOutcome:
         files.compile_pattern(pattern)
         return await self._in_thread(
-            files.search_files, pattern, path, self.result_chars, self.file_timeout_s
+            limit, files.search_files, pattern, path, limit, self.file_timeout_s
         )
 
     async def _edit_cell(
-        self, *, cell_id: str, new_source: str, reason: str, on_output: Any = None
+        self, *, cell_id: str, new_source: str, reason: str, on_output: Any, limit: int
     ) -> ToolOutcome:
         outcome = edit.propose(self.notebook_cells, cell_id, new_source, reason)
-        outcome.text = head_tail(outcome.text, self.result_chars)
+        outcome.text = head_tail(outcome.text, limit)
         return outcome
 
     async def _update_plan(
-        self, *, steps: list[dict[str, Any]], on_output: Any = None
+        self, *, steps: list[dict[str, Any]], on_output: Any, limit: int
     ) -> ToolOutcome:
         steps_ = plan.normalise(steps)
         return ToolOutcome(text=plan.summary(steps_), plan=steps_)

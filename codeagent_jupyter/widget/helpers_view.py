@@ -30,7 +30,7 @@ def helper_html(state: SessionState) -> str:
     return f'<div class="codeagent-helper">{"".join(parts)}</div>'
 
 
-class DelegateView(ToolView):
+class HelperView(ToolView):
     """The ``delegate`` call's line with its helpers' groups below it."""
 
     def __init__(self, item: ToolItem, panel: Any) -> None:

@@ -262,7 +262,8 @@ async def test_result_chars_is_what_reaches_the_model(scripted_model, sandbox, t
         ]
     )
     model = OpenAIChatModel("scripted", scripted_model.url, "test-key", backoff=0.01)
-    loop = build_agent(model, sandbox, [], AgentConfig(result_chars=12000))
+    tools = ToolBox(sandbox, tmp_path)  # the run's config reaches it through the context
+    loop = build_agent(model, sandbox, [], AgentConfig(result_chars=12000), tools=tools)
     assert (await loop.run("print a lot")).status == ev.ANSWERED
     assert tool_messages(scripted_model.requests[1])[-1]["content"] == "x" * 12000
     bounded = tool_messages(scripted_model.requests[2])[-1]["content"]

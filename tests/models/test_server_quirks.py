@@ -11,6 +11,7 @@ from typing import Any
 import openai
 import pytest
 
+from codeagent_jupyter.core.usage import empty_reply_error, is_empty
 from codeagent_jupyter.errors import ModelError
 from codeagent_jupyter.models.openai_chat import DEFAULT_MAX_OUTPUT_TOKENS, OpenAIChatModel
 from tests.models.test_openai_chat import TOOLS, USER, Recorder
@@ -123,12 +124,20 @@ async def test_streamed_tools_refused_after_headers_fall_back_once() -> None:
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("tools", [TOOLS, []])
 async def test_empty_reply_is_an_error(stream: bool, tools: list[dict[str, Any]]) -> None:
+    """The adapter hands an empty reply over as it came (with its finish reason), never
+    retried; the loop's one check says what it is, for this model as for every other."""
     with ScriptedModelServer([text(""), text("")]) as srv:
         model, rec = make(srv, stream=stream), Recorder()
-        with pytest.raises(ModelError, match="sent an empty reply: no text and no tool call"):
-            await model.complete(USER, tools, **rec.kwargs())
+        reply = await model.complete(USER, tools, **rec.kwargs())
         await model.aclose()
-    assert not [r for r in rec.retries if r[0] > 0]  # an empty reply is not retried
+        sent, url = len(srv.requests), srv.url
+    assert is_empty(reply.message) and reply.finish_reason == "stop"
+    error = empty_reply_error(model, reply)
+    assert isinstance(error, ModelError)
+    assert str(error) == (
+        f"model local at {url} sent an empty reply: no text and no tool call (finish_reason 'stop')"
+    )
+    assert sent == 1 and not [r for r in rec.retries if r[0] > 0]  # not retried
 
 
 async def test_max_tokens_sent_and_configurable(scripted_model: ScriptedModelServer) -> None:

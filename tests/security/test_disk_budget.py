@@ -110,7 +110,7 @@ def test_sparse_files_stop_the_run_before_any_helper_copies_them(
     reason = "workspace disk budget of 16 MiB exceeded (288 MiB used)"
     assert f"codeagent: stopped: {reason}" in result.stderr
     assert len(scripted_model.requests) == 1  # stopped at the cell: no delegate call
-    assert not list((ws / ".codeagent").glob("delegates/*/*.ipynb"))
+    assert not list((ws / ".codeagent").glob("sessions/helpers/*/*.ipynb"))
     assert _apparent(ws) >= 288 * MIB  # apparent size: what every copy would write
 
 
@@ -139,7 +139,7 @@ def test_files_made_after_the_cell_never_reach_a_helpers_workspace(
         "the helper could not run: restoring the snapshot (288.0 MiB)"
     )
     assert "disk budget of 16 MiB" in helper["answer"] and "not written" in helper["answer"]
-    assert list(tmp.glob("codeagent-child-*")) == []
+    assert list(tmp.glob("codeagent-helper-*")) == []
     # The parent's next cell finds its own workspace over the budget and the run stops.
     assert result.returncode == 1, result.stdout + result.stderr
     assert "stopped: workspace disk budget of 16 MiB exceeded (288 MiB used)" in result.stderr

@@ -25,7 +25,7 @@ def helper_kernels() -> list[int]:
             cwd = os.readlink(f"/proc/{pid}/cwd")
         except OSError:
             continue
-        if "/codeagent-child-" in cwd:
+        if "/codeagent-helper-" in cwd:
             found.append(pid)
     return found
 

@@ -59,7 +59,8 @@ def test_three_helpers_run_at_once_and_bring_their_files_back(scripted_model, tm
         assert helpers[i - 1]["files"] == [f"delegates/1-{i}/{letter}.txt"]
         assert (ws / "delegates" / f"1-{i}" / f"{letter}.txt").read_text() == letter
     assert not (ws / "A.txt").exists()  # helpers work on copies, not the parent's files
-    assert len(list((ws / ".codeagent" / "delegates").glob("*/*.ipynb"))) == 3
+    helpers_dir = ws / ".codeagent" / "sessions" / "helpers"  # next to the session notebook
+    assert len(list(helpers_dir.glob("*/helper-1-*.ipynb"))) == 3
     assert "delegate" in json.dumps(scripted_model.requests[0]["tools"])
 
 
@@ -72,7 +73,7 @@ def test_a_later_session_does_not_overwrite_earlier_helpers(scripted_model, tmp_
         result = codeagent(*args, "--workdir", str(ws), "--delegate", "1", timeout=240)
         assert result.returncode == 0, result.stderr
     assert sorted(p.parent.name for p in (ws / "delegates").glob("*/A.txt")) == ["1-1", "2-1"]
-    notebooks = sorted((ws / ".codeagent" / "delegates").glob("*/*.ipynb"))
+    notebooks = sorted((ws / ".codeagent" / "sessions" / "helpers").glob("*/*.ipynb"))
     assert len(notebooks) == 2 and notebooks[0].parent != notebooks[1].parent  # per session
 
 
@@ -99,7 +100,7 @@ def test_cancel_stops_every_helper(scripted_model, tmp_path: Path):
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # all three helpers have their kernel running
-            helpers = list(children.glob("codeagent-child-*"))
+            helpers = list(children.glob("codeagent-helper-*"))
             if sum(1 for d in helpers if processes_in(d / "ws")) >= 3:
                 break
             time.sleep(0.5)
@@ -111,4 +112,4 @@ def test_cancel_stops_every_helper(scripted_model, tmp_path: Path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 1, proc.stderr.read().decode()
-    assert list(children.glob("codeagent-child-*")) == []  # every helper's sandbox is gone
+    assert list(children.glob("codeagent-helper-*")) == []  # every helper's sandbox is gone

@@ -103,8 +103,10 @@ def test_helpers_are_sections_of_the_parent_notebook(scripted_model: Any, tmp_pa
     assert nb.cells[-1].source == "both done" and "child" not in metas[-1]
     transcript = nb.metadata["codeagent"]["transcript"]
     assert sum(len(run) for run in transcript) == 2  # the delegate call and the answer
-    # Helpers keep their own notebooks too.
-    assert len(list((tmp_path / "ws" / ".codeagent" / "delegates").glob("*/*.ipynb"))) == 2
+    # Helpers keep their own notebooks too, next to the session's.
+    session_id = nb.metadata["codeagent"]["session_id"]
+    own = sorted(p.name for p in (tmp_path / "helpers" / session_id).glob("*.ipynb"))
+    assert own == ["helper-1-1.ipynb", "helper-1-2.ipynb"]
     # Their cells ran in the helpers' sandboxes: re-running the session leaves them alone.
     ws = str(tmp_path / "ws")
     checked = codeagent("replay", str(out), "--workdir", ws)

@@ -16,7 +16,7 @@ from codeagent_jupyter.timeline.fold import fold
 from codeagent_jupyter.timeline.state import ToolItem
 from codeagent_jupyter.widget.actions import Inserter
 from codeagent_jupyter.widget.client import AgentClient
-from codeagent_jupyter.widget.helpers_view import DelegateView
+from codeagent_jupyter.widget.helpers_view import HelperView
 from codeagent_jupyter.widget.make import make_view
 from codeagent_jupyter.widget.panel import AgentPanel
 from tests.tools.test_delegate_events import TASKS, responder
@@ -56,7 +56,7 @@ def test_helpers_fold_into_groups_under_the_call_and_update_in_place() -> None:
     assert [g.child for g in early.helpers] == ["1-1", "1-2"]
     assert early.helpers[0].state.running and early.helpers[0].state.cells[0].code == "1"
     view = make_view(early, panel=None)
-    assert isinstance(view, DelegateView)
+    assert isinstance(view, HelperView)
     assert view.groups.titles == (
         "Helper 1-1: plain task · running",
         f"Helper 1-2: {HOSTILE} · running",
@@ -94,7 +94,7 @@ async def _panel_groups(client: AgentClient, scripted_model: Any) -> None:
     panel.prompt.value = "split the work"
     panel.send.click()
     await until(lambda: panel.state.status == "answered", timeout=180)
-    view = next(v for v in panel._views.values() if isinstance(v, DelegateView))
+    view = next(v for v in panel._views.values() if isinstance(v, HelperView))
     assert view.widget in panel.timeline.children
     assert view.groups.titles == tuple(
         f"Helper 1-{n}: {t} · answered" for n, t in ((1, TASKS[0]), (2, TASKS[1]))

@@ -1,0 +1,105 @@
+"""Toolsets: what the model may call, as parts that compose, and what a call is told.
+
+A session's tools are a list of toolsets (the standard tools, the ``delegate`` tool, …)
+combined into one: adding a tool is adding a toolset, never wrapping a class. Each call
+gets a ``ToolContext`` (pydantic-ai's ``RunContext`` is the model): which step and call it
+serves, where its live output goes, and what the run has left; a tool never has to listen
+on the event bus to learn which call it is.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..config import AgentConfig
+from ..errors import ConfigError, ToolArgumentError
+from ..events import Event
+from .outcome import ToolOutcome
+from .ports import OutputCallback, ToolHooks, Usage
+
+Publish = Callable[..., Event]
+"""``(event class, **fields) -> event``: the session bus's ``publish``."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What one tool call is told about itself and its run."""
+
+    step: int = 0
+    """The model call (of the current run) whose reply asked for this call."""
+    tool_call_id: str = ""
+    on_output: OutputCallback | None = None
+    """Receives each nbformat output as a cell produces it (live display)."""
+    config: AgentConfig = field(default_factory=AgentConfig)
+    """The run's budgets and settings."""
+    steps_taken: int = 0
+    """Model calls the run has made so far (this step included)."""
+    tokens_used: int = 0
+    """Tokens the session has used so far (what its token budget counts)."""
+    publish: Publish | None = None
+    """Publishes an event on the session's bus (a helper's events, under this call)."""
+    charge: Callable[[Usage], None] | None = None
+    """Counts tokens spent on the session's behalf (by helpers) against its budget."""
+    hooks: ToolHooks | None = None
+    """The session's tool hooks: a tool that runs agents of its own applies them there."""
+
+
+@runtime_checkable
+class Toolset(Protocol):
+    """Some tools: their schemas (fixed, for prompt caching) and a checked call."""
+
+    @property
+    def names(self) -> set[str]: ...
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """Tool definitions in OpenAI form, in a fixed order."""
+        ...
+
+    async def call(
+        self, name: str, arguments: dict[str, Any], ctx: ToolContext | None = None
+    ) -> ToolOutcome:
+        """Run tool ``name``; ``ToolArgumentError`` for arguments that do not fit, ``ToolError``
+        when the tool refuses; a failure of the work itself is an outcome."""
+        ...
+
+
+class CombinedToolset:
+    """Several toolsets offered as one, in order; a name may be offered only once."""
+
+    def __init__(self, toolsets: Sequence[Toolset]) -> None:
+        self.toolsets = list(toolsets)
+        self._owner: dict[str, Toolset] = {}
+        for toolset in self.toolsets:
+            for schema in toolset.schemas():
+                name = schema["function"]["name"]
+                if name in self._owner:
+                    raise ConfigError(f"tool {name!r} is offered twice")
+                self._owner[name] = toolset
+        self._schemas = [s for t in self.toolsets for s in t.schemas()]
+
+    @property
+    def names(self) -> set[str]:
+        return set(self._owner)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """Every toolset's definitions, in order; a copy, so callers cannot disturb the next."""
+        return copy.deepcopy(self._schemas)
+
+    async def call(
+        self, name: str, arguments: dict[str, Any], ctx: ToolContext | None = None
+    ) -> ToolOutcome:
+        toolset = self._owner.get(name)
+        if toolset is None:
+            available = ", ".join(self._owner)
+            raise ToolArgumentError(f"unknown tool {name!r}; available: {available}")
+        return await toolset.call(name, arguments, ctx)
+
+
+def combine(tools: Toolset | Sequence[Toolset]) -> Toolset:
+    """One toolset from one or several."""
+    if isinstance(tools, Sequence):
+        return tools[0] if len(tools) == 1 else CombinedToolset(tools)
+    return tools

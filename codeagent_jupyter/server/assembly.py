@@ -1,0 +1,117 @@
+"""The server's one assembly of a session's agent: a new session and a resumed or forked
+one are both built by ``build_session_agent``, in one call.
+
+Everything a session's agent is made of is decided here from ``c.CodeAgent``: its budgets
+(and the request's own step budget), the standard tools on its sandbox and workspace, the
+``delegate`` tool, the administrator's tool hooks, the session's approver, the workspace
+snapshots after each step, and for a resume the earlier conversation and run count.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config import SandboxLimits
+from ..core.assembly import build_agent
+from ..core.loop import AgentLoop
+from ..errors import ConfigError
+from ..record.snapshot_sink import SnapshotRecorder
+from ..record.snapshots import SnapshotStore
+from ..tools import ToolBox
+from .changes_sink import attach as keep_changes_cell
+from .delegation import helper_tool
+from .errors import ApiError
+from .session import AgentSession
+
+
+def build_session_agent(
+    manager: Any,
+    session: AgentSession,
+    model: Any,
+    sandbox: Any,
+    recorder: Any,
+    *,
+    workdir: Path,
+    limits: SandboxLimits,
+    max_steps: int | None = None,
+    context: str = "",
+    notebook_cells: dict[str, str] | None = None,
+    history: Sequence[dict[str, Any]] = (),
+    run_index: int = 0,
+) -> AgentLoop:
+    """The agent of ``session`` on ``sandbox``, recorded by ``recorder`` (already on the
+    session's bus). 503 when the administrator's tool hooks are misconfigured."""
+    settings = manager.settings
+    config = settings.agent_config()
+    if max_steps is not None:
+        config = dataclasses.replace(config, max_steps=max_steps)
+    extra = {"owner": session.owner, "notebook_path": session.notebook_path}
+    price = settings.prices.get(model.name)
+    if isinstance(price, dict):
+        extra["price"] = {k: float(price.get(k, 0)) for k in ("input", "output")}
+    config.extra_context.update(extra)
+    snapshot_sink(manager, session, recorder, workdir)
+    tools: list[Any] = [ToolBox(sandbox, workdir, notebook_cells=notebook_cells)]
+    helpers = helper_tool(
+        manager, session, model, workdir=workdir, limits=limits, recorder=recorder
+    )
+    if helpers is not None:
+        tools.append(helpers)
+    return build_agent(
+        model,
+        sandbox,
+        session.bus,
+        config,
+        tools=tools,
+        hooks=session_hooks(manager, session),
+        approver=session.approve,
+        context=context,
+        history=history,
+        run_index=run_index,
+    )
+
+
+def store_of(manager: Any, owner: str) -> SnapshotStore:
+    """``owner``'s snapshot store: in the server's state directory, out of every sandbox's
+    reach, bounded by the per-user quota (``snapshot_areas``)."""
+    return manager.snapshots.store_for(owner)
+
+
+def snapshot_sink(manager: Any, session: AgentSession, recorder: Any, workdir: Any) -> None:
+    """Snapshot ``workdir`` after each step, ahead of the recorder (so each save has it)."""
+    keep_changes_cell(manager, session, recorder, workdir)  # after the recorder: last cell
+    meta = recorder.notebook.metadata["codeagent"]
+    if session.snapshots is not None:  # resumed again: the same sink, the current notebook
+        session.snapshots.meta, session.snapshots.workdir = meta, workdir
+        return
+    store = store_of(manager, session.owner)
+    session.snapshots = SnapshotRecorder(store, workdir, meta, session=session.id)
+    session.bus.subscribe(session.snapshots.emit, first=True)
+
+
+def session_hooks(manager: Any, session: AgentSession) -> Any:
+    """The administrator's tool hooks for the session's agent (``c.CodeAgent.hooks``), on
+    its bus in place of an earlier agent's; None when there are none."""
+    from ..hooks import HookChain
+
+    settings = manager.settings
+    names = list(getattr(settings, "hooks", None) or [])
+    if not names:
+        return None
+    try:
+        chain = HookChain.from_names(
+            names,
+            dict(settings.hook_options),
+            timeout_s=settings.hook_timeout,
+            session_id=session.id,
+        )
+    except ConfigError as e:
+        raise ApiError(503, f"the tool hooks are misconfigured: {e}") from None
+    if session.hooks is not None:
+        session.bus.unsubscribe(session.hooks.emit)
+    session.hooks = chain
+    session.bus.subscribe(chain.emit, on_end=lambda: chain.end_soon({"owner": session.owner}))
+    return chain
