@@ -35,10 +35,9 @@ from .isolation import (
     WORKDIR_ENV,
     scrub_env,
 )
-from .launcher import PRIVATE_DIR_PREFIX
 from .messages import describe_exit, drain, read_enforcement, reply_status, shell_reply
 from .outputs import TEXT_LIMIT, OutputCollector, render_text
-from .paths import workspace_problem
+from .paths import PRIVATE_DIR_PREFIX, workspace_problem
 from .report import is_unconfined
 
 _POLL_S = 0.2
