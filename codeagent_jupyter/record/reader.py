@@ -20,10 +20,10 @@ from .eventlog import decode_notebook, plain
 
 def read_session(path: Path) -> Any:
     try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception as e:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path} is not a readable notebook: {e}".splitlines()[0]) from None
-    return _checked(nb, path)
+    return parse_session(text, path)
 
 
 def parse_session(text: str, path: Path) -> Any:
