@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._table import pct, table
 from codeagent_jupyter import events as ev
 from codeagent_jupyter.config import AgentConfig, SandboxLimits
 from codeagent_jupyter.core.assembly import build_agent
@@ -122,11 +123,6 @@ def overheads(collect: Collect) -> list[float]:
     return result
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         requests, collect, _ = await session(Path(tmp), with_recorder=False)
@@ -143,7 +139,7 @@ async def main() -> None:
         for e in collect.events
         if isinstance(e, ev.ToolCallFinished)
     }
-    print(f"{'request':>7} {'bytes sent':>11} {'naive bytes':>12} {'prefix reused':>14}")
+    per_request: list[tuple[object, ...]] = []
     sent_total = naive_total = 0
     shares = []
     reused_total = later_total = 0
@@ -164,27 +160,30 @@ async def main() -> None:
         previous = sent
         sent_total += len(sent)
         naive_total += naive
-        print(f"{i + 1:>7} {len(sent):>11,} {naive:>12,} {share:>13.1%}")
+        per_request.append((i + 1, f"{len(sent):,}", f"{naive:,}", f"{share:.1%}"))
     ratio = sent_total / naive_total
-    print(f"{'total':>7} {sent_total:>11,} {naive_total:>12,}")
+    per_request.append(("total", f"{sent_total:,}", f"{naive_total:,}", ""))
+    print(table(("request", "bytes sent", "naive bytes", "prefix reused"), per_request, "rrrr"))
     print()
     print(f"result_chars = {RESULT_CHARS}")
-    print("| measure | value | target |")
-    print("|---|---:|---:|")
-    print(f"| bytes sent / naive transcript | {ratio:.1%} | <= 25% |")
-    print(f"| prefix reused, min over requests | {min(shares):.1%} | >= 90% |")
-    print(f"| prefix reused, mean | {statistics.mean(shares):.1%} | >= 90% |")
-    print(f"| prefix reused, bytes-weighted | {reused_total / later_total:.1%} | >= 90% |")
+    rows: list[tuple[object, ...]] = [
+        ("bytes sent / naive transcript", f"{ratio:.1%}", "<= 25%"),
+        ("prefix reused, min over requests", f"{min(shares):.1%}", ">= 90%"),
+        ("prefix reused, mean", f"{statistics.mean(shares):.1%}", ">= 90%"),
+        ("prefix reused, bytes-weighted", f"{reused_total / later_total:.1%}", ">= 90%"),
+    ]
     for label, sink in (("loop overhead", collect), ("loop overhead, recorder attached", recorded)):
         values = overheads(sink)
-        print(
-            f"| {label}, p50 / p95 ms | {statistics.median(values):.2f} / "
-            f"{pct(values, 0.95):.2f} | <= 2 ms p50 |"
+        p50_p95 = f"{statistics.median(values):.2f} / {pct(values, 0.95):.2f}"
+        rows.append((f"{label}, p50 / p95 ms", p50_p95, "<= 2 ms p50"))
+    rows.append(
+        (
+            f"recorder: one save of the final notebook ({notebook_kb:,.0f} KB), p50 / p95 ms",
+            f"{statistics.median(saves):.2f} / {pct(saves, 0.95):.2f}",
+            "(once per step)",
         )
-    print(
-        f"| recorder: one save of the final notebook ({notebook_kb:,.0f} KB), p50 / p95 ms | "
-        f"{statistics.median(saves):.2f} / {pct(saves, 0.95):.2f} | (once per step) |"
     )
+    print(table(("measure", "value", "target"), rows))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench._table import pct, table  # noqa: E402
 from tests.hub.conftest import CLASS_KEY, GATEWAY, STUDENTS, Hub  # noqa: E402
 from tests.scripted_model import delay, text  # noqa: E402
 
@@ -87,11 +88,6 @@ async def load(url: str, keys: list[str], requests: int) -> list[float]:
     return [t for times in per_student for t in times]
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 SEQUENTIAL = 20
 """Requests of the one-student run (no contention: the gateway's own cost)."""
 
@@ -101,16 +97,16 @@ def rows(hub: Hub) -> int:
         return int(db.execute("SELECT COUNT(*) FROM usage").fetchone()[0])
 
 
-def table(title: str, runs: dict[str, list[float]], expected: int) -> None:
+def report(title: str, runs: dict[str, list[float]], expected: int) -> None:
     print(f"\n{title}\n")
-    print("| path | answered | p50 ms | p95 ms | max ms |")
-    print("|---|---|---|---|---|")
+    rows: list[tuple[object, ...]] = []
     for name, times in runs.items():
         p50, p95, top = (1000 * pct(times, q) for q in (0.5, 0.95, 1.0))
-        print(f"| {name} | {len(times)}/{expected} | {p50:.1f} | {p95:.1f} | {top:.1f} |")
+        rows.append((name, f"{len(times)}/{expected}", f"{p50:.1f}", f"{p95:.1f}", f"{top:.1f}"))
     direct, gateway = runs["provider directly"], runs["through the gateway"]
     added = [1000 * (pct(gateway, q) - pct(direct, q)) for q in (0.5, 0.95)]
-    print(f"| gateway adds | | {added[0]:.1f} | {added[1]:.1f} | |")
+    rows.append(("gateway adds", "", f"{added[0]:.1f}", f"{added[1]:.1f}", ""))
+    print(table(("path", "answered", "p50 ms", "p95 ms", "max ms"), rows, "lllll"))
 
 
 def main() -> None:
@@ -148,8 +144,8 @@ def main() -> None:
             provider.stop()
     sent = SEQUENTIAL + len(busy["through the gateway"])
     print(f"\nprovider delay {args.delay * 1000:.0f} ms, streamed answers, latency to last byte")
-    table(f"one student, {SEQUENTIAL} requests in a row", alone, SEQUENTIAL)
-    table(f"{args.students} students x {args.requests} requests, all at once", busy, total)
+    report(f"one student, {SEQUENTIAL} requests in a row", alone, SEQUENTIAL)
+    report(f"{args.students} students x {args.requests} requests, all at once", busy, total)
     print(f"\nledger rows written: {written} (requests through the gateway: {sent})")
     if written != sent or len(busy["through the gateway"]) != total:
         sys.exit("bench: requests and ledger rows disagree")

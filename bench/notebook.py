@@ -34,7 +34,8 @@ from tornado.websocket import websocket_connect
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.server import TOKEN, Server  # noqa: E402
+from bench._server import TOKEN, Server  # noqa: E402
+from bench._table import pct, table  # noqa: E402
 from codeagent_jupyter.widget.client import AgentClient, ServerInfo  # noqa: E402
 from codeagent_jupyter.widget.transfer import serialize  # noqa: E402
 from tests.scripted_model import ScriptedModelServer, text, tool_calls  # noqa: E402
@@ -189,9 +190,8 @@ async def bursts(work: Path, model_url: str, n: int) -> list[tuple[str, ...]]:
             await asyncio.gather(
                 *(bench.server.call("DELETE", f"sessions/{sid}") for _, sid in done)
             )
-            times = sorted(t for t, _ in done)
-            p95 = times[min(len(times) - 1, round(0.95 * (len(times) - 1)))]
-            rows.append((label, str(n), ms(statistics.median(times)), ms(p95)))
+            times = [t for t, _ in done]
+            rows.append((label, str(n), ms(statistics.median(times)), ms(pct(times, 0.95))))
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline:  # let the pool grow before the second burst
                 pool = (await bench.server.call("GET", "health"))["pool"]
@@ -201,11 +201,6 @@ async def bursts(work: Path, model_url: str, n: int) -> list[tuple[str, ...]]:
     finally:
         bench.server.stop()
     return rows
-
-
-def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
 async def main() -> None:

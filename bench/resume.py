@@ -37,6 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._table import table
 from codeagent_jupyter.config import AgentConfig
 from codeagent_jupyter.core.assembly import build_agent
 from codeagent_jupyter.models.replay import ReplayModel
@@ -205,25 +206,41 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-resume-") as tmp:
         base = Path(tmp)
-        print("| cells | re-run | sandbox start s | resume s | cells' own s | overhead s |")
-        print("|---:|---:|---:|---:|---:|---:|")
+        rows = []
         for n in (int(x) for x in args.cells.split(",") if x):  # --cells "": none
-            row = await _resume_row(n, base, args.isolation == "none")
-            print("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |".format(*row))
+            cells, rerun, *seconds = await _resume_row(n, base, args.isolation == "none")
+            rows.append((cells, rerun, *(f"{x:.2f}" for x in seconds)))
+        header = ("cells", "re-run", "sandbox start s", "resume s", "cells' own s", "overhead s")
+        print(table(header, rows, "rrrrrr"))
         print()
-        print(
-            "| workspace | files | first s | unchanged s | one changed s | store MiB | new bytes |"
+        rows = []
+        for name, files, *seconds, mib, new_bytes in _snapshot_rows(
+            base, args.small_files, args.big_mb
+        ):
+            rows.append((name, files, *(f"{x:.3f}" for x in seconds), f"{mib:.1f}", new_bytes))
+        header = (
+            "workspace",
+            "files",
+            "first s",
+            "unchanged s",
+            "one changed s",
+            "store MiB",
+            "new bytes",
         )
-        print("|---|---:|---:|---:|---:|---:|---:|")
-        for row in _snapshot_rows(base, args.small_files, args.big_mb):
-            print("| {} | {} | {:.3f} | {:.3f} | {:.3f} | {:.1f} | {} |".format(*row))
+        print(table(header, rows))
         print()
-        print(
-            "| change set of a session that | store | files listed | ms | CPU ms | with JSON ms |"
+        rows = []
+        for name, store, files, *ms in _changes_rows(base, args.small_files, args.big_mb):
+            rows.append((name, store, files, *(f"{x:.1f}" for x in ms)))
+        header = (
+            "change set of a session that",
+            "store",
+            "files listed",
+            "ms",
+            "CPU ms",
+            "with JSON ms",
         )
-        print("|---|---|---:|---:|---:|---:|")
-        for row in _changes_rows(base, args.small_files, args.big_mb):
-            print("| {} | {} | {} | {:.1f} | {:.1f} | {:.1f} |".format(*row))
+        print(table(header, rows, "llrrrr"))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import subprocess
 import tempfile
@@ -25,19 +24,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _table import pct, table
 from jupyter_client import AsyncKernelManager
+from sandbox_disk import disk_watch_cost
+from sandbox_files import file_round_trips
 
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, SandboxPool
-from codeagent_jupyter.sandbox.disk import INTERVAL_S, DiskWatch
-from codeagent_jupyter.util.confined import Workspace
-from codeagent_jupyter.util.disk_budget import workspace_bytes
 
 LIMITS = SandboxLimits(memory_mb=1024, cell_timeout=30)
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def tree_rss_mib(pid: int) -> float:
@@ -158,131 +152,6 @@ async def raw_round_trips(n: int) -> tuple[list[float], float]:
     return times, rss
 
 
-def timed(fn: Any, n: int) -> list[float]:
-    for _ in range(min(20, n)):
-        fn()
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return times
-
-
-def file_round_trips(n: int) -> None:
-    """Read and write 1 KB and 1 MB: confined (both resolutions) against plain ``open``."""
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        (root / "sub" / "dir").mkdir(parents=True)
-        spaces = [Workspace(root, openat2=False)]
-        if Workspace(root).resolution == "openat2":
-            spaces.insert(0, Workspace(root))
-        for size, label in ((1024, "1 KB"), (1 << 20, "1 MB")):
-            data = os.urandom(size)
-            rel = f"sub/dir/f{size}.bin"
-            path = root / rel
-            path.write_bytes(data)
-
-            def plain_read(path: Path = path) -> bytes:
-                with open(path, "rb") as f:
-                    return f.read()
-
-            def plain_write(path: Path = path, data: bytes = data) -> None:
-                with open(path, "wb") as f:
-                    f.write(data)
-
-            for op, plain in (("read", plain_read), ("write", plain_write)):
-                base = timed(plain, n)
-                rows.append((f"{op} {label}: plain open()", base, ""))
-                for ws in spaces:
-                    if op == "read":
-                        ours = timed(lambda ws=ws, rel=rel: ws.read_bytes(rel, 2 << 20), n)
-                    else:
-                        ours = timed(lambda ws=ws, rel=rel, d=data: ws.write_bytes(rel, d), n)
-                    ratio = statistics.median(ours) / statistics.median(base)
-                    name = f"{op} {label}: confined ({ws.resolution})"
-                    rows.append((name, ours, f"x{ratio:.2f}"))
-    print("| file tool round trip | p50 (ms) | p95 (ms) | vs plain open() p50 |")
-    print("|---|---:|---:|---|")
-    for name, times, note in rows:
-        print(f"| {name} | {pct(times, 0.5) * 1000:.3f} | {pct(times, 0.95) * 1000:.3f} | {note} |")
-    print()
-    print(f"runs: files={n} (confined writes are temp file + rename, plain writes are in place)")
-
-
-CPU_CELL = "s = 0\nfor i in range({n}):\n    s += i * i\ns"
-"""A cell that only computes: the watch runs beside it, in the client's process."""
-
-
-async def disk_watch_cost(rounds: int, cells: int, files: int) -> None:
-    """The watch on and off, interleaved: CPU-bound cells, then ``1+1`` in blocks of 10."""
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        for i in range(files):  # a project-sized workspace: the walk is not free
-            folder = root / f"d{i % 20}"
-            folder.mkdir(exist_ok=True)
-            (folder / f"f{i}.txt").write_bytes(b"x" * 1000)
-        walks = timed(lambda: workspace_bytes(root), 50)
-        setup = []  # what a cell shorter than the first interval pays: a timer, cancelled
-        for _ in range(2000):
-            t = time.perf_counter()
-            watch = DiskWatch(root, LIMITS.disk_mb)
-            watch.start()
-            await watch.stop()
-            setup.append(time.perf_counter() - t)
-        async with Sandbox(workdir=root, limits=LIMITS) as sb:
-            n = 200_000
-            while True:  # calibrate the CPU-bound cell to about a second
-                r = await sb.execute(CPU_CELL.format(n=n))
-                if r.duration_s > 0.8 or n > 1 << 30:
-                    break
-                n *= 2
-            code = CPU_CELL.format(n=n)
-            cpu: dict[str, list[float]] = {"on": [], "off": []}
-            ours: dict[str, list[float]] = {"on": [], "off": []}
-            trips: dict[str, list[float]] = {"on": [], "off": []}
-            for i in range(rounds):
-                for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):
-                    sb.disk_watch_s = INTERVAL_S if mode == "on" else None
-                    t, used = time.perf_counter(), time.process_time()
-                    await sb.execute(code)
-                    cpu[mode].append(time.perf_counter() - t)
-                    ours[mode].append(time.process_time() - used)  # this process: the watch
-            for i in range(max(cells // 10, 2)):
-                for mode in ("on", "off") if i % 2 == 0 else ("off", "on"):
-                    sb.disk_watch_s = INTERVAL_S if mode == "on" else None
-                    for _ in range(10):
-                        t = time.perf_counter()
-                        await sb.execute("1+1")
-                        trips[mode].append(time.perf_counter() - t)
-    med = statistics.median
-    rows = [
-        ("CPU-bound cell", cpu, 1.0, "s", 3),
-        ("Sandbox.execute 1+1", trips, 1000.0, "ms", 2),
-    ]
-    print("| disk watch (median) | watch off | watch on | on - off, paired (median) |")
-    print("|---|---:|---:|---:|")
-    for name, data, scale, unit, digits in rows:
-        off, on = med(data["off"]) * scale, med(data["on"]) * scale
-        paired = med([a - b for a, b in zip(data["on"], data["off"], strict=True)]) * scale
-        diff = f"{paired:+.{digits}f} {unit} ({paired / off * 100:+.1f} %)"
-        print(f"| {name} | {off:.{digits}f} {unit} | {on:.{digits}f} {unit} | {diff} |")
-    off, on = med(ours["off"]) * 1000, med(ours["on"]) * 1000
-    share = (on - off) / (med(cpu["on"]) * 1000) * 100
-    print(
-        f"| client CPU per CPU-bound cell | {off:.1f} ms | {on:.1f} ms | "
-        f"{on - off:+.1f} ms ({share:+.2f} % of the cell's time) |"
-    )
-    print(f"| one workspace measure ({files} files) | {med(walks) * 1000:.2f} ms | | |")
-    print(f"| watch set-up per cell (start + stop) | | {med(setup) * 1e6:.1f} us | |")
-    print()
-    print(
-        f"runs: {rounds} CPU-bound cells and {len(trips['on'])} 1+1 per mode, interleaved; "
-        f"watch every {INTERVAL_S} s while a cell runs"
-    )
-
-
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cold", type=int, default=5, help="cold starts to time")
@@ -342,12 +211,10 @@ async def main() -> None:
             f"{(statistics.median(ours) - statistics.median(raw_ipc)) * ms:+.2f} ms p50",
         ),
     ]
-    print("| measure | p50 (ms) | p95 (ms) | note |")
-    print("|---|---:|---:|---|")
-    for name, p50, p95, note in rows:
-        print(f"| {name} | {p50:.1f} | {p95:.1f} | {note} |")
-    print(f"| idle RSS, sandbox (bwrap + kernel) | {our_rss:.0f} MiB | | |")
-    print(f"| idle RSS, stock python3 kernel | {raw_rss:.0f} MiB | | |")
+    cells = [(name, f"{p50:.1f}", f"{p95:.1f}", note) for name, p50, p95, note in rows]
+    cells.append(("idle RSS, sandbox (bwrap + kernel)", f"{our_rss:.0f} MiB", "", ""))
+    cells.append(("idle RSS, stock python3 kernel", f"{raw_rss:.0f} MiB", "", ""))
+    print(table(("measure", "p50 (ms)", "p95 (ms)", "note"), cells, "lrrl"))
     print()
     print(f"runs: cold={args.cold} acquire={args.acquire} cells={args.cells}")
     print("enforcement:", ", ".join(f"{k}={v}" for k, v in sorted(enforcement.items())))

@@ -25,6 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._table import pct, table
 from codeagent_jupyter.sandbox import SandboxLimits, SandboxPool
 from codeagent_jupyter.sandbox.backend import make_backend
 from codeagent_jupyter.sandbox.gateway_wire import GatewayWire
@@ -38,11 +39,6 @@ KILL = (
     "time.sleep(50)"
 )
 """A cell killed 0.3 s into a sleep; it prints the wall-clock time it started."""
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def process_cpu(pid: int) -> float:
@@ -155,41 +151,38 @@ async def gateway_table(cold: int = 3, acquire: int = 5, cells: int = 200, death
 
 def print_tables(life: dict[str, Any], trips: dict[str, Any], late: dict[str, Any]) -> None:
     ms = 1000.0
-    print("| measure | local p50 (ms) | local p95 (ms) | gateway p50 (ms) | gateway p95 (ms) |")
-    print("|---|---:|---:|---:|---:|")
-    rows = (
+
+    def p50_p95(values: list[float], digits: int = 1) -> tuple[str, str]:
+        return f"{pct(values, 0.5) * ms:.{digits}f}", f"{pct(values, 0.95) * ms:.{digits}f}"
+
+    pairs = (
         ("cold start", life["local"]["start"], life["gateway"]["start"]),
         ("pool.acquire() (warm)", life["local"]["acquire"], life["gateway"]["acquire"]),
         ("execute 1+1", trips["execute"]["local"], trips["execute"]["gateway (v1)"]),
         ("kernel killed mid-cell -> died result", late["local"]["died"], late["gateway"]["died"]),
     )
-    for name, a, b in rows:
-        print(
-            f"| {name} | {pct(a, 0.5) * ms:.1f} | {pct(a, 0.95) * ms:.1f} "
-            f"| {pct(b, 0.5) * ms:.1f} | {pct(b, 0.95) * ms:.1f} |"
-        )
-    print(
-        f"| client CPU per second of a sleeping cell | {late['local']['cpu'] * 100:.1f}% | "
-        f"| {late['gateway']['cpu'] * 100:.1f}% | |"
-    )
+    rows: list[tuple[str, ...]] = [(name, *p50_p95(a), *p50_p95(b)) for name, a, b in pairs]
+    local_cpu, gateway_cpu = (f"{late[side]['cpu'] * 100:.1f}%" for side in ("local", "gateway"))
+    rows.append(("client CPU per second of a sleeping cell", local_cpu, "", gateway_cpu, ""))
+    header = ("measure", "local p50 (ms)", "local p95 (ms)", "gateway p50 (ms)", "gateway p95 (ms)")
+    print(table(header, rows))
     print()
-    print(
-        "| execute 1+1, interleaved | p50 (ms) | p95 (ms) | vs local p50 (ms) | gateway CPU/cell |"
-    )
-    print("|---|---:|---:|---:|---:|")
     base = statistics.median(trips["execute"]["local"])
-    for name, values in trips["execute"].items():
-        print(
-            f"| {name} | {pct(values, 0.5) * ms:.2f} | {pct(values, 0.95) * ms:.2f} "
-            f"| {(statistics.median(values) - base) * ms:+.2f} "
-            f"| {trips['gateway_cpu'][name] * ms:.2f} |"
+    rows = [
+        (
+            name,
+            *p50_p95(values, 2),
+            f"{(statistics.median(values) - base) * ms:+.2f}",
+            f"{trips['gateway_cpu'][name] * ms:.2f}",
         )
+        for name, values in trips["execute"].items()
+    ]
     local_hop = statistics.median(trips["hop"]["local (ZMQ)"])
     for name, hop in trips["hop"].items():
-        print(
-            f"| kernel_info on control, {name} | {pct(hop, 0.5) * ms:.2f} "
-            f"| {pct(hop, 0.95) * ms:.2f} | {(statistics.median(hop) - local_hop) * ms:+.2f} | |"
-        )
+        since = f"{(statistics.median(hop) - local_hop) * ms:+.2f}"
+        rows.append((f"kernel_info on control, {name}", *p50_p95(hop, 2), since, ""))
+    header = ("execute 1+1, interleaved", "p50 (ms)", "p95 (ms)", "vs local p50 (ms)")
+    print(table((*header, "gateway CPU/cell"), rows))
     print()
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..events import ToolStatus
 from ..util.disk_budget import OverBudget
-from ..util.textbounds import head_tail, render_outputs
+from ..util.textbounds import head_tail
 from .ports import ExecResult
 
 DENIED_TEXT = (
@@ -62,13 +62,13 @@ class ToolOutcome:
 
     @classmethod
     def of_execution(cls, res: ExecResult, code: str, limit: int) -> ToolOutcome:
-        """An execution's outcome, its model text rendered from the outputs (not ``res.text``,
-        which the sandbox bounds for its own callers) within ``limit`` characters.
+        """An execution's outcome, its model text the outputs' rendering (``res.text``)
+        within ``limit`` characters.
 
         A failed cell starts with ``[cell status: …. note]``; a cell that succeeded with a
         note ends with ``[note]``: the note appears once either way.
         """
-        body = head_tail(render_outputs(res.outputs), limit) or "(no output)"
+        body = head_tail(res.text, limit) or "(no output)"
         if res.status != "ok":
             note = f" {res.note}" if res.note else ""
             text = f"[cell status: {res.status}.{note}]\n{body}"

@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..config import SandboxLimits
 from ..events import CellStatus, Event
 from ..util.disk_budget import OverBudget
+from ..util.textbounds import render_outputs
 
 
 @dataclass
@@ -66,18 +67,24 @@ class ExecResult:
     """What one cell execution produced.
 
     ``outputs`` are nbformat v4 output nodes (bounded by ``SandboxLimits.output_bytes``);
-    ``text`` is a short plain rendering for a model; ``note`` says what the sandbox did
-    beyond running the code (interrupt, restart, truncation). ``over_budget`` is set when
-    the cell took the workspace over its disk budget: the run stops on it.
+    ``text`` is their plain rendering; ``note`` says what the sandbox did beyond running
+    the code (interrupt, restart, truncation). ``over_budget`` is set when the cell took the
+    workspace over its disk budget: the run stops on it.
     """
 
     status: CellStatus
     outputs: list[dict[str, Any]] = field(default_factory=list)
-    text: str = ""
     duration_s: float = 0.0
     execution_count: int | None = None
     note: str = ""
     over_budget: OverBudget | None = None
+
+    @property
+    def text(self) -> str:
+        """The outputs as plain text (ANSI stripped, images and HTML as placeholders),
+        unbounded: the one rendering there is. A tool bounds it for the model
+        (``ToolOutcome.of_execution``)."""
+        return render_outputs(self.outputs)
 
 
 OutputCallback = Callable[[dict[str, Any]], None]

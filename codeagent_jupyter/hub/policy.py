@@ -20,7 +20,8 @@ Rules (``ai_enabled``, ``allowed_models``, ``daily_tokens``, ``course_tokens``,
 ``max_concurrent``) apply to the class, then to each group the user is in, then to the user.
 Between groups, AI off wins, allowed models add up and limits take the most generous group;
 a user entry replaces whatever the class and groups said. ``allowed_models: []`` allows any
-model; a limit of ``0`` or ``null`` means none.
+model; a limit of ``0`` or ``null`` means none. The file is checked against ``SCHEMA`` with
+jsonschema; a problem is said in one line that names the setting.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from ..util.strict_schema import StrictValidator
+
 RULES = ("ai_enabled", "allowed_models", "daily_tokens", "course_tokens", "max_concurrent")
 _LIMITS = ("daily_tokens", "course_tokens", "max_concurrent")
-_TOP = {*RULES, "default_model", "quota_reset_utc", "groups", "users"}
 
 
 class PolicyError(ValueError):
@@ -102,56 +104,79 @@ def _merge_groups(base: Rules, entries: list[dict[str, Any]]) -> Rules:
     return replace(base, **changes)
 
 
-def _rules(where: str, raw: Any) -> dict[str, Any]:
-    """Validated rule fields of one policy entry (only the ones it sets)."""
-    if not isinstance(raw, dict):
-        raise PolicyError(f"{where} must be an object")
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        if key not in RULES:
-            raise PolicyError(f"{where}: unknown setting {key!r} (known: {', '.join(RULES)})")
-        if key == "ai_enabled":
-            if not isinstance(value, bool):
-                raise PolicyError(f"{where}.ai_enabled must be true or false")
-        elif key == "allowed_models":
-            if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
-                raise PolicyError(f"{where}.allowed_models must be a list of model names")
-            value = tuple(value)
-        elif value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 0
-        ):
-            raise PolicyError(f"{where}.{key} must be a whole number >= 0 or null")
-        elif value == 0:
-            value = None
-        out[key] = value
-    return out
+_LIMIT = {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]}
+_RULE_SCHEMAS: dict[str, Any] = {
+    "ai_enabled": {"type": "boolean"},
+    "allowed_models": {"type": "array", "items": {"type": "string"}},
+    **dict.fromkeys(_LIMITS, _LIMIT),
+}
+_ENTRY = {"type": "object", "properties": _RULE_SCHEMAS, "additionalProperties": False}
+_TABLE = {"type": "object", "additionalProperties": _ENTRY}
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        **_RULE_SCHEMAS,
+        "default_model": {"type": ["string", "null"]},
+        "quota_reset_utc": {"type": "string", "pattern": r"^([01]?[0-9]|2[0-3]):[0-5]?[0-9]$"},
+        "groups": _TABLE,
+        "users": _TABLE,
+    },
+    "additionalProperties": False,
+}
+"""The policy file's JSON schema (checked with jsonschema); ``_problem`` words its errors."""
+_SAYS = {
+    "ai_enabled": "must be true or false",
+    "allowed_models": "must be a list of model names",
+    **dict.fromkeys(_LIMITS, "must be a whole number >= 0 or null"),
+    "default_model": "must be a model name",
+    "groups": "must be an object of name -> settings",
+    "users": "must be an object of name -> settings",
+}
+
+
+def _problem(where: str, raw: dict[str, Any], error: Any) -> str:
+    """One line for a schema error, naming the setting as ``where.groups.NAME.key``."""
+    path = [str(part) for part in error.absolute_path]
+    if path[:1] in (["groups"], ["users"]) and len(path) >= 2:
+        prefix, path = f"{where}.{path[0]}.{path[1]}", path[2:]
+    else:
+        prefix = where
+    if error.validator == "additionalProperties" and not path:
+        unknown = sorted(set(error.instance) - set(error.schema["properties"]))
+        if prefix == where:
+            return f"{where}: unknown setting(s) {', '.join(unknown)}"
+        return f"{prefix}: unknown setting {unknown[0]!r} (known: {', '.join(RULES)})"
+    if not path:
+        return f"{prefix} must be an object"
+    if path[0] == "quota_reset_utc":
+        return f"{prefix}.quota_reset_utc must be HH:MM, not {raw['quota_reset_utc']!r}"
+    return f"{prefix}.{path[0]} {_SAYS[path[0]]}"
+
+
+def _rules(raw: dict[str, Any]) -> dict[str, Any]:
+    """The rule fields one policy entry sets (already valid): models as a tuple, 0 as none."""
+    out = {key: raw[key] for key in RULES if key in raw}
+    if "allowed_models" in out:
+        out["allowed_models"] = tuple(out["allowed_models"])
+    return {k: None if k in _LIMITS and v == 0 else v for k, v in out.items()}
 
 
 def parse_policy(raw: Any, where: str = "policy") -> Policy:
     """A ``Policy`` from the decoded JSON; ``PolicyError`` with a one-line reason otherwise."""
     if not isinstance(raw, dict):
         raise PolicyError(f"{where} must hold a JSON object")
-    unknown = sorted(set(raw) - _TOP)
-    if unknown:
-        raise PolicyError(f"{where}: unknown setting(s) {', '.join(unknown)}")
-    base = Rules(**_rules(where, {k: raw[k] for k in RULES if k in raw}))
-    reset_text = raw.get("quota_reset_utc", "00:00")
-    try:
-        hours, minutes = (int(part) for part in str(reset_text).split(":"))
-        if not (0 <= hours < 24 and 0 <= minutes < 60):
-            raise ValueError
-    except ValueError:
-        raise PolicyError(f"{where}.quota_reset_utc must be HH:MM, not {reset_text!r}") from None
-    default = raw.get("default_model")
-    if default is not None and not isinstance(default, str):
-        raise PolicyError(f"{where}.default_model must be a model name")
-    tables: dict[str, dict[str, dict[str, Any]]] = {}
-    for table in ("groups", "users"):
-        entries = raw.get(table, {})
-        if not isinstance(entries, dict):
-            raise PolicyError(f"{where}.{table} must be an object of name -> settings")
-        tables[table] = {n: _rules(f"{where}.{table}.{n}", e) for n, e in entries.items()}
-    return Policy(base, default, (hours, minutes), tables["groups"], tables["users"])
+    errors = list(StrictValidator(SCHEMA).iter_errors(raw))
+    if errors:
+        order = list(raw)  # unknown top-level settings first, then in the file's order
+
+        def rank(error: Any) -> tuple[bool, int, int]:
+            path = error.path
+            return bool(path), order.index(path[0]) if path else 0, len(path)
+
+        raise PolicyError(_problem(where, raw, min(errors, key=rank)))
+    hours, minutes = (int(part) for part in raw.get("quota_reset_utc", "00:00").split(":"))
+    groups, users = ({n: _rules(e) for n, e in raw.get(t, {}).items()} for t in ("groups", "users"))
+    return Policy(Rules(**_rules(raw)), raw.get("default_model"), (hours, minutes), groups, users)
 
 
 class PolicyFile:

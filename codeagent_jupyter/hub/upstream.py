@@ -2,10 +2,11 @@
 
 Only the JSON body goes upstream, with the class key as the only credential: the student's
 token, cookies and other headers never leave the gateway. Streamed answers are relayed
-event by event as they arrive; the gateway asks the provider for the usage chunk
-(``stream_options.include_usage``) so the ledger counts real tokens, and drops that chunk
-again when the client did not ask for it. A provider that reports no usage is estimated
-(about four characters a token) and the ledger row says so.
+event by event as they arrive (read with ``httpx-sse``, comments dropped); the gateway asks
+the provider for the usage chunk (``stream_options.include_usage``) so the ledger counts
+real tokens, and drops that chunk again when the client did not ask for it. A provider
+that reports no usage is estimated (about four characters a token) and the ledger row
+says so.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from httpx_sse import EventSource, ServerSentEvent
 
 from .errors import GatewayError
 
@@ -162,33 +164,21 @@ class Upstream:
         wants_usage: bool,
         keep_text: bool,
     ) -> Reply:
-        """Pass server-sent events through one by one, reading usage on the way."""
+        """Pass server-sent events through one by one (parsed by ``httpx-sse``, written out
+        again in the same form), reading usage on the way."""
         reply = Reply(200)
         usage: dict[str, Any] | None = None
         produced = 0
-        lines: list[str] = []
-        async for line in response.aiter_lines():
-            if line:
-                lines.append(line)
-                continue
-            if not lines:
-                continue
-            event, lines = lines, []
+        async for sse in EventSource(response).aiter_sse():
             drop = False
-            for item in event:
-                if not item.startswith("data:") or item[5:].strip() == "[DONE]":
-                    continue
-                try:
-                    chunk = json.loads(item[5:])
-                except ValueError:
-                    continue
-                if isinstance(chunk, dict):
-                    if chunk.get("usage"):
-                        usage = chunk["usage"]
-                        drop = not wants_usage and not chunk.get("choices")
-                    for choice in chunk.get("choices") or ():
-                        produced += len(json.dumps((choice or {}).get("delta") or ""))
-            text = "\n".join(event) + "\n\n"
+            chunk = _chunk(sse.data)
+            if chunk is not None:
+                if chunk.get("usage"):
+                    usage = chunk["usage"]
+                    drop = not wants_usage and not chunk.get("choices")
+                for choice in chunk.get("choices") or ():
+                    produced += len(json.dumps((choice or {}).get("delta") or ""))
+            text = _encode(sse)
             if keep_text:
                 reply.keep(text)
             if not drop:
@@ -198,3 +188,23 @@ class Upstream:
             reply.prompt_tokens = _estimate(original.get("messages"))
             reply.completion_tokens = max(1, math.ceil(produced / 4))
         return reply
+
+
+def _chunk(data: str) -> dict[str, Any] | None:
+    """A streamed chat-completion chunk (None for ``[DONE]`` or anything not a JSON object)."""
+    if data.strip() == "[DONE]":
+        return None
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        return None
+    return chunk if isinstance(chunk, dict) else None
+
+
+def _encode(sse: ServerSentEvent) -> str:
+    """One event in the wire form the client expects (``data:`` lines, then a blank line)."""
+    lines = [] if sse.event == "message" else [f"event: {sse.event}"]
+    lines += [f"id: {sse.id}"] if sse.id else []
+    lines += [f"retry: {sse.retry}"] if sse.retry is not None else []
+    lines += [f"data: {line}" for line in sse.data.split("\n")]
+    return "\n".join(lines) + "\n\n"

@@ -91,7 +91,7 @@ def decode(
     if helper.get("type") == "tool_call_finished":
         finished = raw["event"] = dict(helper)  # a helper's call: its cell is in a section
     if finished is not None and cell is not None and cell.cell_type == "code":
-        finished["outputs"] = _plain(cell.outputs)
+        finished["outputs"] = plain(cell.outputs)
         if finished.pop("code_ref", False):
             finished["code"] = cell.source
     try:
@@ -103,13 +103,14 @@ def decode(
 def decode_notebook(nb: Any) -> list[ev.Event]:
     """Rebuild a session's events (no text deltas or live outputs) from its notebook."""
     meta = nb.metadata.get("codeagent", {})
-    transcript = _plain(meta.get("transcript", []))
+    transcript = plain(meta.get("transcript", []))
     cells = {c.id: c for c in nb.cells}
     seen: list[dict[str, Any]] = []
-    decoded = (decode(raw, cells, transcript, seen) for raw in _plain(meta.get("events", [])))
+    decoded = (decode(raw, cells, transcript, seen) for raw in plain(meta.get("events", [])))
     return [event for event in decoded if event is not None]
 
 
-def _plain(value: Any) -> Any:
-    """NotebookNode -> plain dicts/lists (events and callers expect ordinary JSON data)."""
+def plain(value: Any) -> Any:
+    """NotebookNode -> plain dicts/lists (events and callers expect ordinary JSON data):
+    what the event log decodes, and what readers of a notebook's metadata hand on."""
     return json.loads(json.dumps(value))

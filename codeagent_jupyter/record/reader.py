@@ -7,7 +7,6 @@ turns from it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,15 +15,15 @@ import nbformat
 
 from .. import events as ev
 from ..errors import ConfigError
-from .eventlog import decode_notebook
+from .eventlog import decode_notebook, plain
 
 
 def read_session(path: Path) -> Any:
     try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception as e:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path} is not a readable notebook: {e}".splitlines()[0]) from None
-    return _checked(nb, path)
+    return parse_session(text, path)
 
 
 def parse_session(text: str, path: Path) -> Any:
@@ -75,16 +74,11 @@ def load_session(path: Path, notebook: Any = None) -> SessionRecord:
         notebook=nb,
         session_id=meta.get("session_id", ""),
         prompts=[r.get("prompt", "") for r in meta["runs"]],
-        turns=_plain(meta["transcript"]),
+        turns=plain(meta["transcript"]),
         events=decode_notebook(nb),
         status=meta.get("status"),
         reason=meta.get("reason", ""),
-        usage=_plain(meta["usage"]),
+        usage=plain(meta["usage"]),
         model=meta.get("model", ""),
         base_url=meta.get("base_url", ""),
     )
-
-
-def _plain(value: Any) -> Any:
-    """NotebookNode -> plain dicts/lists (events and callers expect ordinary JSON data)."""
-    return json.loads(json.dumps(value))

@@ -28,8 +28,6 @@ twice: log entries point at their cell). Strings that look like credentials are 
 from __future__ import annotations
 
 import copy
-import json
-import shlex
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -39,18 +37,16 @@ import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from .. import events as ev
-from ..timeline.state import command_source
 from ..util.atomic import remove_stale, write_atomic
 from ..util.redact import scrub
 from .eventlog import NOT_LOGGED, encode, sent_arguments
 from .helper_sections import HelperSections, is_helper_cell
 from .nbtext import NotebookText
+from .notebook_cells import OUTPUT_CAP, cell_source, clean_outputs, plan_markdown, tool_note
 from .reader import SessionRecord, load_session, read_session
 
 __all__ = ["OUTPUT_CAP", "NotebookRecorder", "SessionRecord", "load_session", "scrub"]
 
-OUTPUT_CAP = 2_000_000
-"""Characters of outputs kept per cell: a safety net behind the sandbox's own bound."""
 _NO_SAVE = {"tool_call_started", "usage", "model_retry"}
 
 
@@ -59,48 +55,6 @@ def _mid_step(event: ev.Event) -> bool:
     if isinstance(event, ev.AssistantMessage):
         return bool(event.message.get("tool_calls"))
     return isinstance(event, ev.PlanUpdated)
-
-
-def _source_for(name: str, code: str | None, args: dict[str, Any]) -> str | None:
-    if name == "run_cell":
-        return code if code is not None else args.get("code")
-    if name == "run_command":
-        command = code if code is not None else args.get("command")
-        return command_source(command) if isinstance(command, str) else None
-    path, content = args.get("path"), args.get("content")
-    if isinstance(path, str) and isinstance(content, str) and "\n" not in path:
-        return f"%%writefile {shlex.quote(path)}\n{content}"
-    return None
-
-
-def _clean_outputs(outputs: list[dict[str, Any]], cap: int = OUTPUT_CAP) -> list[Any]:
-    """Valid nbformat outputs only, within ``cap`` characters; what is cut is said in a note."""
-    kept: list[Any] = []
-    used = 0
-    dropped = 0
-    for raw in outputs:
-        node = nbformat.from_dict(copy.deepcopy(raw))
-        try:
-            nbformat.validate(node, ref=node.get("output_type"), version=4)
-        except Exception:
-            dropped += 1
-            continue
-        size = len(json.dumps(raw, default=str))
-        if used + size > cap:
-            if node.output_type == "stream" and cap - used > 1000:
-                text = "".join(node.text) if isinstance(node.text, list) else node.text
-                node.text = text[: cap - used - 200] + "\n[... cut in the recording ...]\n"
-                kept.append(node)
-                used = cap
-            else:
-                dropped += 1
-            continue
-        kept.append(node)
-        used += size
-    if dropped:
-        note = f"[{dropped} output(s) not kept in the recording (invalid or over the size cap)]\n"
-        kept.append(nbformat.v4.new_output("stream", name="stderr", text=note))
-    return kept
 
 
 class NotebookRecorder:
@@ -217,15 +171,7 @@ class NotebookRecorder:
         return self._add(new_markdown_cell(f"**Request:** {e.prompt}"), kind="prompt")
 
     def _plan_updated(self, e: ev.PlanUpdated) -> Any:
-        lines = ["**Plan**", ""]
-        for item in e.steps:
-            status, step = item.get("status"), item.get("step", "")
-            mark = "x" if status == "done" else " "
-            lines.append(
-                f"- [{mark}] "
-                + (f"**{step}** *(in progress)*" if status == "in_progress" else step)
-            )
-        return self._add(new_markdown_cell("\n".join(lines)), kind="plan")
+        return self._add(new_markdown_cell(plan_markdown(e.steps)), kind="plan")
 
     def _assistant_message(self, e: ev.AssistantMessage) -> Any:
         self._turns().append(copy.deepcopy(e.message))
@@ -245,22 +191,14 @@ class NotebookRecorder:
         args = args if isinstance(args, dict) else {}
         meta: dict[str, Any] = {"tool_call_id": e.tool_call_id, "tool": e.name, "status": e.status}
         meta |= {"duration_s": round(e.duration_s, 3), "note": e.note}
-        source = None
-        ran = e.status == "ok" or (e.name != "write_file" and e.status not in ev.NOT_RUN)
-        if e.name in ev.WORKSPACE_WRITERS and ran:  # a re-run recreates their effects
-            source = _source_for(e.name, e.code, args)
         if e.name == ev.PLAN_TOOL and e.status == "ok":
             return None  # the plan_updated cell shows it
+        source = cell_source(e.name, e.status, e.code, args)
         if source is None:
-            shown = ", ".join(f"{k}=`{_short(v)}`" for k, v in args.items())
-            if raw is not None:
-                shown = f"`{_short(raw, 200)}`"
-            text = f"*{e.name}*({shown}) → {e.status}"
-            if e.status != "ok":
-                text += ": " + _short(e.result, 300)
+            text = tool_note(e.name, e.status, args, raw, e.result)
             return self._add(new_markdown_cell(text), kind="tool", step=e.step, **meta)
         cell = new_code_cell(source, execution_count=e.execution_count)
-        cell.outputs = _clean_outputs(e.outputs)
+        cell.outputs = clean_outputs(e.outputs)
         return self._add(cell, kind="tool", step=e.step, **meta)
 
     def _usage(self, e: ev.UsageUpdated) -> None:
@@ -316,10 +254,3 @@ class NotebookRecorder:
             if cell.id == ident or cell.metadata.get("codeagent", {}).get("tool_call_id") == ident:
                 return cell
         return None
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    """One line of at most ``limit`` characters, for notes about tool calls."""
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -64,12 +64,13 @@ async def reexecute(notebook: Any, sandbox: SandboxPort) -> list[CellCheck]:
             continue  # it recreates a file later cells read; its own output is not recorded
         expected = normalise(list(cell.get("outputs", [])))
         actual = normalise(result.outputs)
-        detail = "" if expected == actual else _difference(expected, actual)
+        detail = "" if expected == actual else difference(expected, actual)
         checks.append(CellCheck(index, meta.get("step"), expected == actual, detail))
     return checks
 
 
-def _difference(expected: list[tuple[str, ...]], actual: list[tuple[str, ...]]) -> str:
+def difference(expected: list[tuple[str, ...]], actual: list[tuple[str, ...]]) -> str:
+    """The first output that differs between two ``normalise``d runs, in one line."""
     missing = [e for e in expected if e not in actual]
     extra = [a for a in actual if a not in expected]
     first = (missing or extra)[0]

@@ -21,7 +21,7 @@ from ..core.ports import SandboxPort
 from ..errors import ConfigError
 from ..util.disk_budget import DiskBudgetError
 from . import rerun_leftovers
-from .reexecute import _difference, normalise
+from .reexecute import difference, normalise
 from .resume import ResumePlan
 from .snapshots import SnapshotStore
 
@@ -101,7 +101,7 @@ async def rebuild(plan: ResumePlan, sandbox: SandboxPort, store: SnapshotStore |
         elif meta.get("tool") != "write_file":
             expected, actual = normalise(list(cell.outputs)), normalise(result.outputs)
             if expected != actual:
-                done.problems.append(f"{label} differs on re-run: {_difference(expected, actual)}")
+                done.problems.append(f"{label} differs on re-run: {difference(expected, actual)}")
     if snapshot is not None and store is not None and plan.cells:
         try:  # the files as the step left them, not as re-run
             store.restore(snapshot, target, budget_mb=budget)

@@ -12,14 +12,13 @@ follow-up run, so step N means step N of the *last* run that reached it (``run``
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .. import events as ev
 from ..errors import ConfigError
-from .eventlog import decode_notebook
+from .eventlog import decode_notebook, plain
 from .reader import read_session
 
 INTERRUPTED_CALL = "Not run: the session was interrupted before this call finished."
@@ -94,7 +93,7 @@ def plan(
         run=cut_run,
         step=step,
         workdir=Path(workdir) if workdir else None,
-        limits=_plain(meta.get("limits") or {}),
+        limits=plain(meta.get("limits") or {}),
         snapshot=_snapshot(meta.get("snapshots", []), cut_run, step),
         runs=cut_run + 1,
         last_seq=max((e.seq for e in events), default=-1),
@@ -126,7 +125,7 @@ def conversation(events: list[ev.Event], run: int, step: int | None) -> list[dic
             continue
         if isinstance(event, ev.AssistantMessage):
             _answer_open_calls(messages)
-            messages.append(_plain(event.message))
+            messages.append(plain(event.message))
         elif isinstance(event, ev.ToolCallFinished):
             messages.append(
                 {"role": "tool", "tool_call_id": event.tool_call_id, "content": event.result}
@@ -193,9 +192,5 @@ def _snapshot(entries: list[Any], run: int, step: int | None) -> dict[str, Any] 
             continue
         r, s = entry.get("run", 0), entry.get("step", 0)
         if r < run or (r == run and (step is None or s <= step)):
-            chosen = _plain(entry)
+            chosen = plain(entry)
     return chosen
-
-
-def _plain(value: Any) -> Any:
-    return json.loads(json.dumps(value))

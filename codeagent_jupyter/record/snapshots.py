@@ -26,6 +26,9 @@ What callers can rely on:
   refuses (``DiskBudgetError``, nothing written) a snapshot whose files would not fit.
 - A store with a ``fallback`` (the server's shared store of earlier versions) reads the
   snapshots it lacks from there; it never writes or collects there.
+
+(Just over 300 lines, kept whole: the code is one class, the store, and a tenth of the
+module is the contract above.)
 """
 
 from __future__ import annotations

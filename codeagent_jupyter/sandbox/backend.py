@@ -6,9 +6,10 @@ contract (``start``/``execute``/``run_command``/``interrupt``/``restart``/``shut
 (the default, unchanged); ``GatewayBackend`` starts them on a Jupyter Kernel Gateway or
 Enterprise Gateway, for when one machine is not enough.
 
-The settings are declared once here (``SETTINGS_HELP``) for the server's
-``c.CodeAgent.sandbox_backend``/``gateway_url``/``gateway_token``; the CLI chooses the
-gateway backend with ``--gateway-url`` (and its token from ``$CODEAGENT_GATEWAY_TOKEN``).
+The server's settings ``c.CodeAgent.sandbox_backend``/``gateway_url``/``gateway_token`` take
+their help texts from here (``SETTINGS_HELP``). The CLI has no backend flag: its
+``--gateway-url`` chooses the gateway backend, and the token comes from
+``$CODEAGENT_GATEWAY_TOKEN`` (``TOKEN_ENV``), as the server's does when none is set.
 """
 
 from __future__ import annotations

@@ -31,11 +31,12 @@ from ..errors import ConfigError, SandboxError
 from .cells import CellRunner
 from .disk import DiskWatch
 from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV
-from .gateway_cell import UNREACHABLE, collect, result, watching
+from .gateway_cell import UNREACHABLE, collect, watching
 from .gateway_start import launch_failure, preflight
 from .gateway_wire import CLOSED, GatewayError, GatewayWire
+from .ladder import cell_result
 from .messages import ENFORCED_BY_CLIENT, ENFORCEMENT_EXPR, parse_enforcement
-from .outputs import TEXT_LIMIT, OutputCollector
+from .outputs import OutputCollector
 from .paths import workspace_problem
 
 _ENFORCED_BY_CLIENT = {k: v for k, v in ENFORCED_BY_CLIENT.items() if k != "disk"}
@@ -55,7 +56,6 @@ class GatewaySandbox(CellRunner):
         kernel_name: str = "codeagent-sandbox",
         startup_timeout: float = 60.0,
         interrupt_grace: float = 3.0,
-        text_limit: int = TEXT_LIMIT,
     ) -> None:
         self.workdir = Path(workdir)
         problem = workspace_problem(self.workdir)
@@ -67,7 +67,6 @@ class GatewaySandbox(CellRunner):
         self.kernel_name = kernel_name
         self.startup_timeout = startup_timeout
         self.interrupt_grace = interrupt_grace
-        self.text_limit = text_limit
         self.enforcement: dict[str, Any] = {}
         self.wire = GatewayWire(url, token)
         self._started = False
@@ -256,7 +255,7 @@ class GatewaySandbox(CellRunner):
         revived = await self._revive(notes)
         start = time.monotonic()  # a replacement kernel's start is not the cell's time
         if not revived:
-            return result(self.text_limit, "died", collector, start, None, notes), {}
+            return cell_result("died", collector, start, None, notes), {}
         content = {
             "code": code,
             "silent": False,
@@ -268,9 +267,7 @@ class GatewaySandbox(CellRunner):
         try:
             queue = self.wire.send("shell", "execute_request", content)
         except GatewayError as e:
-            return result(
-                self.text_limit, "died", collector, start, None, [f"{UNREACHABLE}: {e}"]
-            ), {}
+            return cell_result("died", collector, start, None, [f"{UNREACHABLE}: {e}"]), {}
         try:
             async with watching(self, queue):
                 return await collect(self, queue, collector, start, timeout, notes, watch)

@@ -1,4 +1,4 @@
-"""How a gateway sandbox waits for one cell: reply and idle, timeout ladder, death, loss.
+"""How a gateway sandbox waits for one cell: reply and idle, the timeout ladder, death, loss.
 
 A cell is complete when both its ``execute_reply`` and its ``status: idle`` have arrived
 (output can follow the reply). A kernel died when ``gateway_watch`` finds it gone (within
@@ -17,13 +17,16 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ..core.ports import ExecResult
+from .disk import DiskWatch
 from .gateway_watch import PROBE_S, watch
 from .gateway_wire import CLOSED, GatewayError
-from .outputs import OutputCollector, render_text
+from .ladder import Ladder, cell_result
+from .messages import reply_status
+from .outputs import OutputCollector
 
 UNREACHABLE = "gateway unreachable"
 TICK = {"tick": True}
-"""Put in a cell's queue when the next step of its timeout ladder is due."""
+"""Put in a cell's queue when the next rung of its timeout ladder is due."""
 
 
 @contextlib.asynccontextmanager
@@ -53,55 +56,43 @@ async def collect(
     start: float,
     timeout: float | None,
     notes: list[str],
-    watch: Any = None,
+    watch: DiskWatch | None = None,
 ) -> tuple[ExecResult, dict[str, Any]]:
-    """Wait for the cell; its ladder (interrupt, then replace the kernel) starts at the
-    timeout or when ``watch`` (a ``DiskWatch``) finds the workspace over its budget."""
+    """Wait for the cell, climbing the timeout ladder (``ladder``: interrupt, then replace
+    the kernel) at the timeout or when ``watch`` finds the workspace over its budget."""
     timeout = box.limits.cell_timeout if timeout is None else timeout
+    ladder = Ladder(start, timeout, box.interrupt_grace, watch)
     reply: dict[str, Any] | None = None
-    idle, count, interrupted_at = False, None, None
-    reconnected, by_disk = False, False
+    idle, count, reconnected = False, None, False
     loop = asyncio.get_running_loop()
-    # The timeout ladder is woken by a timer, not by polling: a message costs one queue get.
-    timer = loop.call_at(start + timeout + 0.01, queue.put_nowait, TICK)
+
+    def arm() -> asyncio.TimerHandle:  # a message costs one queue get: no polling
+        return loop.call_at(max(ladder.due(), loop.time()) + 0.01, queue.put_nowait, TICK)
+
+    timer, armed_for, rearm = arm(), ladder.due(), False
     if watch is not None:
         watch.on_over = lambda: queue.put_nowait(TICK)
     try:
         while reply is None or not idle:
-            now = time.monotonic()
-            crossed = watch is not None and watch.over is not None
-            if interrupted_at is None and (now - start >= timeout or crossed):
-                by_disk = now - start < timeout
-                await box.interrupt()
-                interrupted_at = now
-                if by_disk:  # the next step of the ladder: after the grace, not the timeout
-                    timer.cancel()
-                    timer = loop.call_at(now + box.interrupt_grace + 0.01, queue.put_nowait, TICK)
-            elif interrupted_at is not None and now - interrupted_at >= box.interrupt_grace:
-                why = "" if by_disk else f" after {timeout:g} s (cell_timeout)"
-                notes.append(
-                    f"interrupted{why}; it did not stop within "
-                    f"{box.interrupt_grace:g} s, so the kernel is replaced; state lost"
-                )
-                status = "error" if by_disk else "timeout"
+            if await ladder.climb(time.monotonic(), box.interrupt):
+                status, note = ladder.gave_up("the kernel is replaced")
+                notes.append(note)
                 return _replace(box, status, collector, start, count, notes), {}
+            if rearm or ladder.due() != armed_for:  # a tick came early, or a rung was taken
+                timer.cancel()
+                timer, armed_for, rearm = arm(), ladder.due(), False
             msg = await queue.get()
-            if msg is TICK:  # re-armed for the next step of the ladder
-                due = start + timeout if interrupted_at is None else interrupted_at
-                due += 0 if interrupted_at is None else box.interrupt_grace
-                timer.cancel()  # a tick from the disk watch comes before the timer's
-                timer = loop.call_at(max(due, loop.time()) + 0.01, queue.put_nowait, TICK)
+            if msg is TICK:
+                rearm = True
                 continue
             if msg is CLOSED and not reconnected:
                 reconnected = True  # one reconnect: a dropped socket is not a dead kernel
                 with contextlib.suppress(GatewayError):
                     await box.wire.connect()
                     continue
-                notes.append(f"{UNREACHABLE} at {box.wire.url}")
-                return result(box.text_limit, "died", collector, start, count, notes), {}
             if msg is CLOSED:
                 notes.append(f"{UNREACHABLE} at {box.wire.url}")
-                return result(box.text_limit, "died", collector, start, count, notes), {}
+                return cell_result("died", collector, start, count, notes), {}
             if msg.get("dead") or msg.get("gone"):
                 notes.append(msg.get("dead") or "kernel died (the gateway announced its restart)")
                 notes.append("a fresh kernel replaces it; state lost")
@@ -115,15 +106,12 @@ async def collect(
                 count = msg["content"].get("execution_count")
             else:
                 collector.add(msg)
-        reply_content = reply["content"]
-        count = reply_content.get("execution_count", count)
-        if interrupted_at is not None and not by_disk:
-            notes.append(f"interrupted after {timeout:g} s (cell_timeout); state kept")
-            status = "timeout"
-        else:
-            status = "ok" if reply_content.get("status") == "ok" else "error"
-        exprs = reply_content.get("user_expressions") or {}
-        return result(box.text_limit, status, collector, start, count, notes), exprs
+        content = reply["content"]
+        count = content.get("execution_count", count)
+        status, note = reply_status(content, ladder.interrupted_after, box.limits)
+        notes.extend([note] if note else [])
+        exprs = content.get("user_expressions") or {}
+        return cell_result(status, collector, start, count, notes), exprs
     finally:
         timer.cancel()
 
@@ -133,24 +121,4 @@ def _replace(
 ) -> ExecResult:
     """The result now; the kernel is replaced in the background (``replace_soon``)."""
     box.replace_soon()
-    return result(box.text_limit, status, collector, start, count, notes)
-
-
-def result(
-    text_limit: int,
-    status: str,
-    collector: OutputCollector,
-    start: float,
-    count: Any,
-    notes: list[str],
-    end: float | None = None,
-) -> ExecResult:
-    outputs = collector.finish()
-    return ExecResult(
-        status=status,
-        outputs=outputs,
-        text=render_text(outputs, text_limit),
-        duration_s=(end or time.monotonic()) - start,
-        execution_count=count,
-        note="; ".join(notes),
-    )
+    return cell_result(status, collector, start, count, notes)

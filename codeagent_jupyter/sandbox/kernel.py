@@ -35,10 +35,10 @@ from .isolation import (
     WORKDIR_ENV,
     scrub_env,
 )
-from .launcher import PRIVATE_DIR_PREFIX
+from .ladder import Ladder, cell_result
 from .messages import describe_exit, drain, read_enforcement, reply_status, shell_reply
-from .outputs import TEXT_LIMIT, OutputCollector, render_text
-from .paths import workspace_problem
+from .outputs import OutputCollector
+from .paths import PRIVATE_DIR_PREFIX, workspace_problem
 from .report import is_unconfined
 
 _POLL_S = 0.2
@@ -58,7 +58,6 @@ class Sandbox(CellRunner):
         kernel_manager_class: type = AsyncKernelManager,
         startup_timeout: float = 60.0,
         interrupt_grace: float = 3.0,
-        text_limit: int = TEXT_LIMIT,
         allow_unconfined: bool = False,
     ) -> None:
         self.workdir = Path(workdir).resolve()
@@ -72,7 +71,6 @@ class Sandbox(CellRunner):
         self.kernel_manager_class = kernel_manager_class
         self.startup_timeout = startup_timeout
         self.interrupt_grace = interrupt_grace
-        self.text_limit = text_limit
         self.allow_unconfined = allow_unconfined
         """Start even where pid/filesystem isolation is missing (an explicit, loud choice)."""
         self.enforcement: dict[str, Any] = {}
@@ -248,34 +246,21 @@ class Sandbox(CellRunner):
         notes: list[str],
         watch: DiskWatch | None = None,
     ) -> tuple[ExecResult, dict[str, Any]]:
-        """Read the cell's messages until idle, applying the timeout ladder and death checks.
-
-        The ladder (interrupt, then restart after ``interrupt_grace``) starts at the
-        timeout, or as soon as ``watch`` finds the workspace over its disk budget."""
-        status, count, interrupted_at, end = "", None, None, 0.0
-        by_disk = False
+        """Read the cell's messages until idle, climbing the timeout ladder (``ladder``:
+        interrupt, then restart after ``interrupt_grace``) and checking the kernel is alive
+        every ``_POLL_S`` seconds."""
+        ladder = Ladder(start, timeout, self.interrupt_grace, watch)
+        status, count, end = "", None, 0.0
         next_check = start + _POLL_S
         while True:
             now = time.monotonic()
-            if interrupted_at is None and (
-                now - start >= timeout or (watch is not None and watch.over is not None)
-            ):
-                by_disk = now - start < timeout
-                await self.interrupt()
-                interrupted_at = now
-            elif interrupted_at is not None and now - interrupted_at >= self.interrupt_grace:
+            if await ladder.climb(now, self.interrupt):
                 end = now
                 await self.restart()
-                status = "error" if by_disk else "timeout"
-                why = "" if by_disk else f" after {timeout:g} s (cell_timeout)"
-                notes.append(
-                    f"interrupted{why}; it did not stop within "
-                    f"{self.interrupt_grace:g} s, so the kernel was restarted; state lost"
-                )
+                status, note = ladder.gave_up("the kernel was restarted")
+                notes.append(note)
                 break
-            limit_at = start + timeout if interrupted_at is None else interrupted_at
-            limit_at += 0 if interrupted_at is None else self.interrupt_grace
-            wait = max(0.001, min(_POLL_S, limit_at - now))
+            wait = max(0.001, min(_POLL_S, ladder.due() - now))
             try:
                 msg = await self._kc.get_iopub_msg(timeout=wait)
             except queue.Empty:
@@ -304,19 +289,9 @@ class Sandbox(CellRunner):
             content = reply["content"] if reply else {}
             count = content.get("execution_count", count)
             exprs = content.get("user_expressions") or {}
-            after = timeout if interrupted_at is not None and not by_disk else None
-            status, note = reply_status(content, after, self.limits)
+            status, note = reply_status(content, ladder.interrupted_after, self.limits)
             notes.extend([note] if note else [])
-        outputs = collector.finish()
-        result = ExecResult(
-            status=status,
-            outputs=outputs,
-            text=render_text(outputs, self.text_limit),
-            duration_s=(end or time.monotonic()) - start,
-            execution_count=count,
-            note="; ".join(notes),
-        )
-        return result, exprs
+        return cell_result(status, collector, start, count, notes, end), exprs
 
     def _returncode(self) -> int | None:
         process = getattr(getattr(self._km, "provisioner", None), "process", None)

@@ -1,9 +1,8 @@
-"""Turn IOPub messages into bounded nbformat outputs and a short text for a model.
+"""Turn IOPub messages into bounded nbformat outputs.
 
-The recording keeps up to ``output_bytes`` of real outputs (then a visible marker). What a
-model is shown is rendered from these outputs by the tool (``textbounds.render_outputs``,
-bounded by ``AgentConfig.result_chars``); ``render_text`` is the short rendering that
-``ExecResult.text`` has always carried for direct users of the sandbox.
+The recording keeps up to ``output_bytes`` of real outputs (then a visible marker). Their
+text (``ExecResult.text``, ``textbounds.render_outputs``) is rendered from these outputs,
+once, and a tool bounds it for the model (``AgentConfig.result_chars``).
 """
 
 from __future__ import annotations
@@ -14,9 +13,8 @@ from typing import Any
 from nbformat.v4 import output_from_msg
 
 from ..core.ports import OutputCallback
-from ..util.textbounds import head_tail, render_outputs
+from ..util.textbounds import head_tail
 
-TEXT_LIMIT = 4000
 TRACEBACK_LIMIT = 20_000
 _OUTPUT_TYPES = {"stream", "display_data", "execute_result", "error"}
 
@@ -152,8 +150,3 @@ def _cap_lines(lines: list[str], limit: int) -> list[str]:
         return lines
     head = head_tail("\n".join(lines), limit)
     return head.split("\n")
-
-
-def render_text(outputs: list[dict[str, Any]], limit: int = TEXT_LIMIT) -> str:
-    """Plain text of ``outputs``, at most about ``limit`` characters (``ExecResult.text``)."""
-    return head_tail(render_outputs(outputs), limit)

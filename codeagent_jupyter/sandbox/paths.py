@@ -38,6 +38,9 @@ _HOME_SECRETS = (
 
 STATE_DIR = ".codeagent"
 """Server state (session notebooks) inside a workspace; masked in the sandbox."""
+PRIVATE_DIR_PREFIX = "codeagent-sbx-"
+"""The name of a kernel's own directory (connection file, ipc sockets, scratch), made by our
+provisioner for that kernel alone."""
 
 
 def _home() -> Path:

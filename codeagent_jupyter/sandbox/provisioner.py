@@ -40,7 +40,7 @@ from jupyter_client.provisioning import LocalProvisioner
 
 from . import cgroup, leftovers
 from .isolation import REFUSED_FILE, scrub_env
-from .launcher import PRIVATE_DIR_PREFIX
+from .paths import PRIVATE_DIR_PREFIX
 
 
 class SandboxProvisioner(LocalProvisioner):  # type: ignore[misc]

@@ -3,7 +3,8 @@
 The agent runs in the server, not in the user's kernel: the API key stays in the server's
 config, sessions outlive browser reloads, and any number of clients can watch one session.
 Configure it with ``c.CodeAgent.…`` (see ``CodeAgent``); the package's jupyter-config file
-enables it on ``pip install``. Routes (all behind the server's auth, resource ``codeagent``)::
+enables it on ``pip install``. Routes (all behind the server's auth, resource ``codeagent``;
+``handlers.route_table`` and ``uploads.routes`` are the code)::
 
     GET    health                                  model (no key), enforcement, unconfined, pool
     POST   warm                {notebook_path?}    hold a sandbox for my next session
@@ -14,19 +15,20 @@ enables it on ``pip install``. Routes (all behind the server's auth, resource ``
     GET    sessions/ID                             state + all events so far
     DELETE sessions/ID                             stop the run, shut the sandbox down
     WS     sessions/ID/events?since=N              events from seq N, then live
-    POST   sessions/ID/messages  {text}            follow-up in the same sandbox (202)
+    POST   sessions/ID/messages  {text}            follow-up in the same sandbox (202); to a
+                                                   closed session: resume it from its last step
     POST   sessions/ID/cancel                      interrupt the cell, stop the run
-    POST   sessions/ID/pause                       stop after the step in flight, release
-                                                   the sandbox (a message resumes it)
-    POST   sessions/ID/fork  {prompt, step?}       a new session from the state after step
+    POST   sessions/ID/fork    {prompt, step?}     a new session from the state after that step
                                                    (default: the end) -> 201
+    POST   sessions/ID/pause                       stop after the step in flight, release the
+                                                   sandbox; a message resumes it
     POST   sessions/ID/approvals/CALL {approve, remember?}  decide a tool call under "ask"
                                                 ("remember": "session" allows the tool
                                                 for the rest of the session)
     POST   sessions/ID/cells/CALL/accept|reject    record the user's decision
     GET    sessions/ID/notebook                    the session .ipynb
-    POST   uploads?name=&format=&sha256=           stream one variable's bytes for a later
-                                                   session's ``uploads`` (413 over the cap)
+    POST   uploads?name=N&format=F&sha256=H  <bytes>  one ``--with`` variable (parquet|pickle),
+                                                   streamed; its ``id`` goes in ``uploads``
 
 Sessions belong to the user who started them: anyone else gets 404 on every session route
 (members of ``c.CodeAgent.read_groups`` may read and watch, not change: 403). Session

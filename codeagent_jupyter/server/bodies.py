@@ -8,18 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from jsonschema import Draft202012Validator, validators
-
+from ..util.strict_schema import StrictValidator as _Validator
 from .errors import ApiError
 from .livecells import CELLS
-
-# JSON has one number type; a count sent as 3.0 is still refused, as before.
-_Validator = validators.extend(
-    Draft202012Validator,
-    type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
-        "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool)
-    ),
-)
 
 
 def body_schema(required: dict[str, str], optional: dict[str, str]) -> dict[str, Any]:

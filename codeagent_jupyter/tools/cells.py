@@ -1,37 +1,17 @@
-"""Tools that run in the sandbox kernel: ``run_cell`` and ``run_command``."""
+"""Tools that run in the sandbox kernel: ``run_cell`` and ``run_command``.
+
+Both sandboxes this package ships (local and gateway) run shell commands themselves
+(``CellRunner.run_command``: under the cell's limits, output streamed, exit code read
+back), so a sandbox without one is told so rather than given a second way to do it.
+"""
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from ..core.ports import ExecResult, OutputCallback
 from ..core.starting import StartingSandbox
 from ..errors import ToolError
-
-# Runs a shell command from inside the kernel when the sandbox has no ``run_command`` of its
-# own. It executes in a throw-away namespace (``exec(..., {})``) so no names leak into the
-# user's variables, streams output line by line, and reports a non-zero exit status.
-_SHELL_SNIPPET = """\
-import subprocess, sys
-p = subprocess.Popen(CMD, shell=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                     stdin=subprocess.DEVNULL, text=True, errors="replace")
-try:
-    for line in p.stdout:
-        sys.stdout.write(line)
-    code = p.wait()
-except BaseException:
-    p.kill()
-    raise
-if code:
-    print(f"[exit code {code}]")
-"""
-
-
-def shell_in_kernel_code(command: str) -> str:
-    """Python source that runs ``command`` through the shell without touching the namespace."""
-    snippet = _SHELL_SNIPPET.replace("CMD", repr(command), 1)
-    return f"exec({snippet!r}, {{}})"
 
 
 async def _require(sandbox: Any) -> Any:
@@ -46,12 +26,7 @@ async def run_cell(sandbox: Any, code: str, on_output: OutputCallback | None) ->
 
 
 async def run_command(sandbox: Any, command: str, on_output: OutputCallback | None) -> ExecResult:
-    sandbox = await _require(sandbox)
-    own = getattr(sandbox, "run_command", None)
-    if own is None:
-        return await sandbox.execute(
-            shell_in_kernel_code(command), on_output=on_output, store_history=False
-        )
-    if "on_output" in inspect.signature(own).parameters:
-        return await own(command, on_output=on_output)
-    return await own(command)
+    run = getattr(await _require(sandbox), "run_command", None)
+    if run is None:
+        raise ToolError("this sandbox cannot run shell commands; use run_cell")
+    return await run(command, on_output=on_output)

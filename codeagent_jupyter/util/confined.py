@@ -20,55 +20,51 @@ What callers can rely on:
   handle) and never writes through an existing name.
 - Refusals are ``ConfinementError`` with a one-line message a model can act on; ordinary
   failures are the ``OSError`` that ``open`` would raise (``FileNotFoundError``, ...).
+
+This module is the API; ``beneath`` resolves and opens (both ways), ``refusals`` says what
+is refused and how, ``openat2`` binds the system call.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import errno
 import os
 import secrets
 import stat
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CodeAgentError
+from .beneath import open_dir, open_file
+from .openat2 import OPENAT2 as _OPENAT2
+from .refusals import (
+    ConfinementError,
+    OutsideError,
+    SymlinkError,
+    TooLargeError,
+    UnsupportedFileError,
+    check_file,
+    is_a_dir,
+    kind,
+    through_symlink,
+)
+
+__all__ = [
+    "RESERVED",
+    "ConfinementError",
+    "Entry",
+    "OutsideError",
+    "SymlinkError",
+    "TooLargeError",
+    "UnsupportedFileError",
+    "Workspace",
+    "kind",
+]
 
 RESERVED = ".codeagent"
 """Top-level directory of the workspace that holds server state (session notebooks)."""
 
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _TMP = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-_RESOLVE = 0x08 | 0x04 | 0x02  # RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
-_SYS_OPENAT2 = 437  # the same number on every Linux architecture
-
-
-class ConfinementError(CodeAgentError):
-    """A workspace path was refused; the message says why on one line."""
-
-
-class OutsideError(ConfinementError):
-    """The path is absolute, uses ``..``, or names the server's ``.codeagent/`` directory."""
-
-
-class SymlinkError(ConfinementError):
-    """The path names or passes through a symlink, which is never followed."""
-
-
-class UnsupportedFileError(ConfinementError):
-    """Not a regular file or directory (FIFO, socket, device), or a file with hard links."""
-
-
-class TooLargeError(ConfinementError):
-    """The file is bigger than the caller's limit; ``size`` is its size in bytes."""
-
-    def __init__(self, message: str, size: int) -> None:
-        super().__init__(message)
-        self.size = size
 
 
 @dataclass(frozen=True)
@@ -79,56 +75,6 @@ class Entry:
     kind: str  # file | dir | symlink | fifo | socket | device
     size: int
     nlink: int
-
-
-class _OpenHow(ctypes.Structure):
-    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
-
-
-def _load_openat2() -> Callable[[int, str, int], int] | None:
-    """``openat2`` through libc's ``syscall``, or None where the kernel or libc lacks it."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        syscall = ctypes.CDLL(None, use_errno=True).syscall
-    except (OSError, AttributeError):
-        return None
-    syscall.restype = ctypes.c_long
-    syscall.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_char_p, ctypes.c_void_p,
-                        ctypes.c_size_t]  # fmt: skip
-
-    def openat2(dir_fd: int, path: str, flags: int) -> int:
-        how = _OpenHow(flags, 0, _RESOLVE)
-        fd = syscall(_SYS_OPENAT2, dir_fd, os.fsencode(path), ctypes.byref(how), ctypes.sizeof(how))
-        if fd < 0:
-            err = ctypes.get_errno()
-            raise OSError(err, os.strerror(err), path)
-        return int(fd)
-
-    root = os.open("/", _DIR)
-    try:
-        os.close(openat2(root, ".", _DIR))  # ENOSYS, or EPERM under seccomp, where unavailable
-    except OSError:
-        return None
-    finally:
-        os.close(root)
-    return openat2
-
-
-_OPENAT2 = _load_openat2()
-
-
-_KINDS = ((stat.S_ISREG, "file"), (stat.S_ISDIR, "dir"), (stat.S_ISLNK, "symlink"),
-          (stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"))  # fmt: skip
-
-
-def kind(mode: int) -> str:
-    """``file``, ``dir``, ``symlink``, ``fifo``, ``socket`` or ``device`` for an ``st_mode``."""
-    return next((name for test, name in _KINDS if test(mode)), "device")
-
-
-def _is_a_dir(path: str) -> IsADirectoryError:
-    return IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
 
 
 @contextlib.contextmanager
@@ -190,7 +136,7 @@ class Workspace:
         """The content of the regular file at ``path``; ``TooLargeError`` beyond ``max_bytes``."""
         parts = self.split(path)
         with _opened_root(self.root) as root:
-            fd = self._open_file(root, parts, path)
+            fd = open_file(root, parts, path, self._openat2)
         try:
             size = os.fstat(fd).st_size
             if size > max_bytes:
@@ -217,16 +163,16 @@ class Workspace:
         """
         parts = self.split(path)
         if not parts:
-            raise _is_a_dir(path)
+            raise is_a_dir(path)
         name = parts[-1]
         with _opened_root(self.root) as root:
-            parent = self._open_dir(root, parts[:-1], path, create=True)
+            parent = open_dir(root, parts[:-1], path, self._openat2, create=True)
         try:
             old = None
             with contextlib.suppress(FileNotFoundError):
                 old = os.stat(name, dir_fd=parent, follow_symlinks=False)
             if old is not None:
-                self._check(old, path)
+                check_file(old, path)
             tmp = f".{name[:64]}.{secrets.token_hex(6)}.tmp"
             fd = os.open(tmp, _TMP, 0o666, dir_fd=parent)
             try:
@@ -249,13 +195,13 @@ class Workspace:
         with _opened_root(self.root) as root:
             if not parts:
                 return os.fstat(root)
-            parent = self._open_dir(root, parts[:-1], path)
+            parent = open_dir(root, parts[:-1], path, self._openat2)
         try:
             st = os.stat(parts[-1], dir_fd=parent, follow_symlinks=False)
         finally:
             os.close(parent)
         if stat.S_ISLNK(st.st_mode):
-            raise self._symlink(path)
+            raise through_symlink(path)
         return st
 
     def walk(
@@ -274,7 +220,7 @@ class Workspace:
             while todo:
                 parts = todo.pop()
                 try:
-                    fd = self._open_dir(root, parts, path)
+                    fd = open_dir(root, parts, path, self._openat2)
                 except (ConfinementError, OSError):
                     if parts == top:
                         raise
@@ -308,103 +254,3 @@ class Workspace:
                 continue
             found.append(Entry("/".join((*parts, name)), what, st.st_size, st.st_nlink))
         return found
-
-    def _open_file(self, root: int, parts: tuple[str, ...], path: str) -> int:
-        """Open a regular file beneath ``root``; refuse everything else after ``fstat``."""
-        if not parts:
-            raise _is_a_dir(path)
-        try:
-            if self._openat2:
-                fd = self._openat2(root, "/".join(parts), _FILE)
-            else:
-                parent = self._open_dir(root, parts[:-1], path)
-                try:
-                    fd = os.open(parts[-1], _FILE, dir_fd=parent)
-                finally:
-                    os.close(parent)
-        except OSError as e:
-            raise self._explain(e, path) from None
-        try:
-            self._check(os.fstat(fd), path)
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-
-    def _open_dir(
-        self, root: int, parts: tuple[str, ...], path: str, *, create: bool = False
-    ) -> int:
-        """A descriptor of the directory ``parts`` beneath ``root`` (the caller closes it)."""
-        if not parts:
-            return os.dup(root)
-        if self._openat2:
-            try:
-                # RESOLVE_NO_SYMLINKS covers the last component too (ELOOP); with
-                # O_NOFOLLOW added, a final symlink would read as ENOTDIR instead.
-                return self._openat2(root, "/".join(parts), _DIR & ~os.O_NOFOLLOW)
-            except FileNotFoundError:
-                if not create:
-                    raise
-            except OSError as e:
-                raise self._explain(e, path) from None
-        fd = os.dup(root)
-        try:
-            for name in parts:
-                try:
-                    try:
-                        step = os.open(name, _DIR, dir_fd=fd)
-                    except FileNotFoundError:
-                        if not create:
-                            raise
-                        with contextlib.suppress(FileExistsError):  # made meanwhile:
-                            os.mkdir(name, 0o777, dir_fd=fd)  # the open checks what it is
-                        step = os.open(name, _DIR, dir_fd=fd)
-                except NotADirectoryError as e:  # O_NOFOLLOW|O_DIRECTORY on a symlink
-                    linked = stat.S_ISLNK(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode)
-                    raise self._symlink(path) if linked else e from None
-                except OSError as e:
-                    raise self._explain(e, path) from None
-                os.close(fd)
-                fd = step
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-
-    def _check(self, st: os.stat_result, path: str) -> None:
-        """Refuse all but a regular file with one link (directories: IsADirectoryError)."""
-        if stat.S_ISREG(st.st_mode) and st.st_nlink == 1:
-            return  # the common case, first
-        what = kind(st.st_mode)
-        if what == "dir":
-            raise _is_a_dir(path)
-        if what == "symlink":
-            raise self._symlink(path)
-        if what != "file":
-            raise UnsupportedFileError(
-                f"{path!r} is a {what}, not a regular file; only regular files are read or written"
-            )
-        if st.st_nlink > 1:
-            raise UnsupportedFileError(
-                f"{path!r} has {st.st_nlink} hard links and may be shared with a file outside "
-                "the workspace, so it is not opened; copy it with run_cell to work on it"
-            )
-
-    @staticmethod
-    def _symlink(path: str) -> SymlinkError:
-        return SymlinkError(
-            f"path {path!r} goes through a symlink; symlinks in the workspace are not "
-            "followed, use the real path"
-        )
-
-    def _explain(self, err: OSError, path: str) -> BaseException:
-        """Turn the errors our open flags cause into refusals; others stay as they are."""
-        if err.errno == errno.ELOOP:
-            return self._symlink(path)
-        if err.errno == errno.EXDEV:
-            return OutsideError(f"path {path!r} is outside the workspace")
-        if err.errno == errno.ENXIO:
-            return UnsupportedFileError(
-                f"{path!r} is a socket or device, not a regular file; only regular files are read"
-            )
-        return err

@@ -11,7 +11,6 @@ that no server is reachable instead of showing an empty panel.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import urllib.error
 import urllib.request
@@ -20,7 +19,6 @@ from typing import Any
 from urllib.parse import quote
 
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
-from tornado.websocket import WebSocketClosedError, websocket_connect
 
 from ..errors import CodeAgentError
 from ..events import Event
@@ -28,12 +26,14 @@ from .discovery import (
     NO_SERVER,
     TOKEN_ENV,
     URL_ENV,
+    ClientError,
     ServerInfo,
     ServerNotFound,
     find_server,
     find_servers,
     notebook_path,
 )
+from .event_stream import follow
 
 __all__ = [
     "NO_SERVER",
@@ -47,14 +47,6 @@ __all__ = [
     "find_servers",
     "notebook_path",
 ]
-
-
-class ClientError(CodeAgentError):
-    """The server refused a request; ``status`` is the HTTP status (0: unreachable)."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class AgentClient:
@@ -91,7 +83,8 @@ class AgentClient:
         assert first is not None
         raise first
 
-    def _headers(self) -> dict[str, str]:
+    def headers(self) -> dict[str, str]:
+        """The headers of every call: JSON, and the server's token."""
         headers = {"Content-Type": "application/json"}
         if self.server.token:
             headers["Authorization"] = f"token {self.server.token}"
@@ -101,7 +94,7 @@ class AgentClient:
 
     def check(self, timeout: float = 5.0) -> list[dict[str, Any]]:
         """Blocking ``GET /sessions``: proves the extension is there and the token works."""
-        request = urllib.request.Request(self.api + "/sessions", headers=self._headers())
+        request = urllib.request.Request(self.api + "/sessions", headers=self.headers())
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 return json.loads(response.read())
@@ -136,7 +129,7 @@ class AgentClient:
         payload: str | bytes | memoryview | None = raw
         if raw is None and (body is not None or method in ("POST", "PUT")):
             payload = json.dumps(body if body is not None else {})
-        headers = dict(headers or self._headers())
+        headers = dict(headers or self.headers())
         producer = None
         if isinstance(payload, memoryview):
             headers["Content-Length"] = str(payload.nbytes)
@@ -212,7 +205,7 @@ class AgentClient:
     ) -> dict[str, Any]:
         """Send one serialized variable (``transfer.serialize``); its ``id`` for ``start``."""
         query = f"?name={_q(name)}&format={_q(fmt)}&sha256={_q(sha256)}"
-        headers = {**self._headers(), "Content-Type": "application/octet-stream"}
+        headers = {**self.headers(), "Content-Type": "application/octet-stream"}
         return await self.request("POST", "/uploads" + query, raw=data, headers=headers)
 
     async def sessions(self) -> list[dict[str, Any]]:
@@ -252,51 +245,10 @@ class AgentClient:
 
     # -- events ----------------------------------------------------------------------------
 
-    async def events(
-        self, session_id: str, since: int = 0, *, retries: int = 5
-    ) -> AsyncIterator[Event]:
-        """Every event from ``since`` on, live, typed (``Event.from_dict``); reconnects (with
-        ``since``) if the socket drops. Event types this client does not know (a newer
-        server) are skipped.
-
-        Ends when the server closes the stream because the session is closed.
-        """
-        failures = 0
-        while True:
-            url = self.api.replace("http", "ws", 1) + f"/sessions/{_q(session_id)}/events"
-            request = HTTPRequest(f"{url}?since={since}", headers=self._headers())
-            try:
-                conn = await websocket_connect(request)
-            except (OSError, HTTPClientError) as e:
-                code = getattr(e, "code", 0)
-                if code in (403, 404) or failures >= retries:
-                    raise ClientError(code, f"codeagent: cannot follow {session_id}: {e}") from None
-                failures += 1
-                await asyncio.sleep(min(0.25 * 2**failures, 5.0))
-                continue
-            failures = 0
-            try:
-                while True:
-                    message = await conn.read_message()
-                    if message is None:
-                        break
-                    data = json.loads(message)
-                    since = int(data.get("seq", since)) + 1
-                    try:
-                        event = Event.from_dict(data)
-                    except (ValueError, TypeError):
-                        continue
-                    yield event
-            except WebSocketClosedError:
-                pass
-            finally:
-                conn.close()
-            if conn.close_code == 1000:  # the server ended the stream: the session is closed
-                return
-            failures += 1
-            if failures > retries:
-                raise ClientError(0, f"codeagent: lost the event stream of {session_id}")
-            await asyncio.sleep(min(0.25 * 2**failures, 5.0))
+    def events(self, session_id: str, since: int = 0, *, retries: int = 5) -> AsyncIterator[Event]:
+        """Every event from ``since`` on, live, typed; reconnects if the socket drops, ends
+        when the session is closed (``event_stream.follow``)."""
+        return follow(self, session_id, since, retries=retries)
 
 
 def _q(part: str) -> str:

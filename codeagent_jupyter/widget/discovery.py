@@ -28,6 +28,14 @@ class ServerNotFound(CodeAgentError):
     """No Jupyter server with the extension can be reached from this kernel."""
 
 
+class ClientError(CodeAgentError):
+    """The server refused a request; ``status`` is the HTTP status (0: unreachable)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 @dataclass(frozen=True)
 class ServerInfo:
     """Where the server is: ``url`` ends with ``/`` and includes the server's base_url."""

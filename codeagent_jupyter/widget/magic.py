@@ -18,9 +18,7 @@ config file) makes the side panel the default; ``--inline`` then keeps one in it
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import shlex
 import sys
 from typing import Any
 
@@ -29,58 +27,17 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import Bool
 
 from ..util.variables import summarize
-from .actions import Inserter, edit_note
+from .accept_fallback import accept
+from .actions import Inserter
 from .bridge import NotebookBridge
 from .client import AgentClient, CodeAgentError, notebook_path
 from .display import Placement, sidecar_class
 from .fixing import FailedCell, FailureWatcher, failed_from_notebook, fix_request, names_used
 from .interrupt import InterruptWatcher
 from .live import LiveNotebook
+from .magic_args import parse
 from .panel import AgentPanel
 from .transfer import Payload, serialize
-
-USAGE = (
-    "usage: %agent [--model NAME] [--max-steps N] [--notebook-path PATH] [--attach ID] "
-    "[--with NAME,NAME] [--cell ID] [--side | --inline] REQUEST"
-)
-OPTIONS = ("--model", "--max-steps", "--attach", "--notebook-path", "--with", "--cell")
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:
-        raise UsageError(f"%agent: {message}; {USAGE}")
-
-
-def _parser() -> _Parser:
-    p = _Parser(prog="%agent", add_help=False)
-    p.add_argument("--model")
-    p.add_argument("--max-steps", type=int)
-    p.add_argument("--attach")
-    p.add_argument("--notebook-path")
-    p.add_argument("--with", dest="with_names")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--side", action="store_true", default=None)
-    where.add_argument("--inline", dest="side", action="store_false")
-    p.add_argument("--cell")
-    return p
-
-
-def parse(line: str) -> tuple[argparse.Namespace, str]:
-    """Split ``line`` into its leading options and the request (kept verbatim)."""
-    rest = line.strip()
-    tokens: list[str] = []
-    while rest.startswith("--"):
-        head, _, rest = rest.partition(" ")
-        tokens.append(head)
-        rest = rest.lstrip()
-        if "=" not in head and head in OPTIONS:
-            value, _, rest = rest.partition(" ")
-            tokens.append(shlex.split(value)[0] if value.strip() else value)
-            rest = rest.lstrip()
-    args = _parser().parse_args(tokens)
-    if args.max_steps is not None and args.max_steps < 1:
-        raise UsageError("%agent: --max-steps must be at least 1")
-    return args, rest
 
 
 @magics_class
@@ -290,32 +247,8 @@ class AgentMagics(Magics):
         return payloads
 
     def accept(self, which: str) -> None:
-        """The fallback for Accept: put the cell's code in the next cell (``set_next_input``)."""
-        panel = next((p for p in reversed(self.panels) if p.session_id), None)
-        if panel is None:
-            raise UsageError("%agent accept: no agent session in this kernel yet")
-        state = panel.state
-        if which == "all":
-            cells = [c for c in state.cells if c.ran_cleanly and c.decision is not False]
-        else:
-            cell = state.cell_number(int(which))
-            if cell is None or not cell.finished:
-                raise UsageError(f"%agent accept: the panel has no finished cell {which}")
-            cells = [cell]
-        if not cells:
-            raise UsageError("%agent accept: no cell to accept")
-        source = "\n\n".join(
-            (edit_note(c, "no JupyterLab extension to edit it in place") + c.notebook_source)
-            if c.edit
-            else panel.handoff(c)
-            for c in cells
-        )
-        self.shell.set_next_input(source, replace=False)
-        undecided = [c.tool_call_id for c in cells if c.decision is None]
-        if undecided and panel.client is not None:
-            panel.run("accept", _record(panel, undecided))
-        numbers = ", ".join(str(c.number) for c in cells)
-        panel.say(f"Cell(s) {numbers} put in a new cell below by %agent accept.")
+        """The fallback for Accept (``%agent accept N|all``): ``accept_fallback.accept``."""
+        accept(self.shell, self.panels, which)
 
 
 async def _release(client: AgentClient, session_id: str, running: bool) -> None:
@@ -327,12 +260,6 @@ async def _release(client: AgentClient, session_id: str, running: bool) -> None:
         await client.pause(session_id)
     except CodeAgentError:
         pass
-
-
-async def _record(panel: AgentPanel, tool_call_ids: list[str]) -> None:
-    assert panel.client is not None and panel.session_id is not None
-    for tcid in tool_call_ids:
-        await panel.client.decide(panel.session_id, tcid, True)
 
 
 def _current_cell_id(shell: Any) -> str | None:

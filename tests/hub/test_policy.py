@@ -49,6 +49,12 @@ def test_the_quota_day_starts_at_the_reset_time() -> None:
         ({"quota_reset_utc": "25:00"}, "quota_reset_utc must be HH:MM"),
         ({"allowed_models": "gpt"}, "allowed_models must be a list"),
         ({"surprise": True}, "unknown setting(s) surprise"),
+        ({"daily_tokens": 3.0}, "policy.daily_tokens must be a whole number"),
+        ({"max_concurrent": True}, "policy.max_concurrent must be a whole number"),
+        ({"groups": {"x": 5}}, "policy.groups.x must be an object"),
+        ({"users": {"a": {"allowed_models": [1]}}}, "users.a.allowed_models must be a list"),
+        ({"quota_reset_utc": 4}, "quota_reset_utc must be HH:MM, not 4"),
+        ({"default_model": 3}, "policy.default_model must be a model name"),
     ],
 )
 def test_bad_policies_are_refused_in_one_line(raw: dict, message: str) -> None:

@@ -64,7 +64,10 @@ async def test_huge_print_is_bounded(sandbox: Sandbox) -> None:
     assert recorded < SMALL.output_bytes * 1.1 + 500  # the budget, plus the kept tail
     assert "output truncated" in r.outputs[-2]["text"]
     assert r.outputs[-1]["text"].endswith("x\nthe end\n")  # the end of the output survives
-    assert len(r.text) < 4200 and "characters elided" in r.text
+    # The text is the kept outputs' one rendering (the marker included); the model's bound
+    # is the tool's (result_chars, see tests/tools/test_kernel_tools.py).
+    assert "output truncated" in r.text and r.text.endswith("the end")
+    assert len(r.text) < SMALL.output_bytes * 1.1 + 1000
 
 
 async def test_input_fails_fast(sandbox: Sandbox) -> None:

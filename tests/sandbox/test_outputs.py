@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 import struct
 
-from codeagent_jupyter.sandbox.outputs import OutputCollector, collapse_cr, render_text
-from codeagent_jupyter.util.textbounds import head_tail
+from codeagent_jupyter.sandbox.outputs import OutputCollector, collapse_cr
+from codeagent_jupyter.util.textbounds import head_tail, render_outputs
 
 
 def _msg(msg_type: str, **content: object) -> dict:
@@ -39,7 +39,7 @@ def test_collector_budget_marker_and_stream_merge() -> None:
     assert "output truncated: 70 more bytes" in outs[2]["text"]
     assert outs[3] == {"output_type": "stream", "name": "stdout", "text": "c" * 10}  # the tail
     assert len(seen) == 5
-    text = render_text(outs)
+    text = render_outputs(outs)
     assert "\x1b" not in text and "ValueError: x" in text
 
 
@@ -49,4 +49,4 @@ def test_images_and_html_become_placeholders() -> None:
     data = {"image/png": base64.b64encode(png + b"\0" * 20).decode(), "text/plain": "<Figure>"}
     c.add(_msg("display_data", data=data, metadata={}))
     c.add(_msg("display_data", data={"text/html": "<b>x</b>"}, metadata={}))
-    assert render_text(c.finish()) == "[image/png 640x480]\n[text/html output]"
+    assert render_outputs(c.finish()) == "[image/png 640x480]\n[text/html output]"

@@ -9,7 +9,6 @@ import pytest_asyncio
 
 from codeagent_jupyter.config import SandboxLimits
 from codeagent_jupyter.tools import ToolBox
-from codeagent_jupyter.tools.cells import shell_in_kernel_code
 
 try:
     from codeagent_jupyter.sandbox import Sandbox
@@ -64,15 +63,6 @@ async def test_run_command_in_the_sandbox_workdir(sandbox):
     assert res.code == "cat hello.txt && pwd"
     failed = await tb.call("run_command", {"command": "echo out; exit 3"})
     assert failed.status == "error" and "out" in failed.text and "3" in failed.text
-
-
-async def test_shell_fallback_leaves_no_names_in_the_namespace(sandbox):
-    names = "sorted(k for k in globals() if not k.startswith('_'))"
-    before = await sandbox.execute(names, store_history=False)
-    res = await sandbox.execute(shell_in_kernel_code("echo fallback; exit 2"), store_history=False)
-    assert res.status == "ok" and res.text.splitlines() == ["fallback", "[exit code 2]"]
-    after = await sandbox.execute(names, store_history=False)
-    assert after.text == before.text and "'subprocess'" not in after.text
 
 
 async def test_file_written_by_a_tool_is_visible_to_the_kernel(sandbox: object):

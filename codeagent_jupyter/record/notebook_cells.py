@@ -1,0 +1,103 @@
+"""What a session notebook's cells say: the source of a code cell, its bounded outputs, the
+plan's checklist and the one-line note of a call that is not a code cell.
+
+Pure functions of an event's fields, kept apart from ``recorder`` (which owns the notebook,
+its metadata and its file) so that what a cell looks like can be read in one place.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shlex
+from typing import Any
+
+import nbformat
+
+from ..events import NOT_RUN, WORKSPACE_WRITERS
+from ..timeline.state import command_source
+
+OUTPUT_CAP = 2_000_000
+"""Characters of outputs kept per cell: a safety net behind the sandbox's own bound."""
+
+
+def cell_source(name: str, status: str, code: str | None, args: dict[str, Any]) -> str | None:
+    """The source of the code cell a tool call becomes, or None when it becomes a note (not
+    a code tool, a call that did not run, a ``write_file`` that failed)."""
+    ran = status == "ok" or (name != "write_file" and status not in NOT_RUN)
+    if name not in WORKSPACE_WRITERS or not ran:
+        return None
+    return _source_for(name, code, args)
+
+
+def _source_for(name: str, code: str | None, args: dict[str, Any]) -> str | None:
+    if name == "run_cell":
+        return code if code is not None else args.get("code")
+    if name == "run_command":
+        command = code if code is not None else args.get("command")
+        return command_source(command) if isinstance(command, str) else None
+    path, content = args.get("path"), args.get("content")
+    if isinstance(path, str) and isinstance(content, str) and "\n" not in path:
+        return f"%%writefile {shlex.quote(path)}\n{content}"
+    return None
+
+
+def clean_outputs(outputs: list[dict[str, Any]], cap: int = OUTPUT_CAP) -> list[Any]:
+    """Valid nbformat outputs only, within ``cap`` characters; what is cut is said in a note."""
+    kept: list[Any] = []
+    used = 0
+    dropped = 0
+    for raw in outputs:
+        node = nbformat.from_dict(copy.deepcopy(raw))
+        try:
+            nbformat.validate(node, ref=node.get("output_type"), version=4)
+        except Exception:
+            dropped += 1
+            continue
+        size = len(json.dumps(raw, default=str))
+        if used + size > cap:
+            if node.output_type == "stream" and cap - used > 1000:
+                text = "".join(node.text) if isinstance(node.text, list) else node.text
+                node.text = text[: cap - used - 200] + "\n[... cut in the recording ...]\n"
+                kept.append(node)
+                used = cap
+            else:
+                dropped += 1
+            continue
+        kept.append(node)
+        used += size
+    if dropped:
+        note = f"[{dropped} output(s) not kept in the recording (invalid or over the size cap)]\n"
+        kept.append(nbformat.v4.new_output("stream", name="stderr", text=note))
+    return kept
+
+
+def plan_markdown(steps: Any) -> str:
+    """The plan as a markdown checklist, the step in progress in bold."""
+    lines = ["**Plan**", ""]
+    for item in steps:
+        status, step = item.get("status"), item.get("step", "")
+        mark = "x" if status == "done" else " "
+        lines.append(
+            f"- [{mark}] " + (f"**{step}** *(in progress)*" if status == "in_progress" else step)
+        )
+    return "\n".join(lines)
+
+
+def tool_note(name: str, status: str, args: dict[str, Any], raw: str | None, result: str) -> str:
+    """The markdown line of a call recorded as a note: its arguments (``raw`` when they
+    were not JSON), its status, and for a failure what went wrong."""
+    shown = ", ".join(f"{k}=`{_short(v)}`" for k, v in args.items())
+    if raw is not None:
+        shown = f"`{_short(raw, 200)}`"
+    text = f"*{name}*({shown}) → {status}"
+    if status != "ok":
+        text += ": " + _short(result, 300)
+    return text
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """One line of at most ``limit`` characters, for notes about tool calls."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
