@@ -31,6 +31,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "widget": BELOW_EDGES,
     "hub": BELOW_EDGES,
     "server": BELOW_EDGES | {"hub"},  # a student's server finds the class's model gateway
+    "persona": BELOW_EDGES | {"server", "widget"},  # Jupyter AI's chat over the server's sessions
     "package": {"server", "widget"},  # __init__: the Jupyter entry points, loaded on use
 }
 """Layer -> the other layers it may import from (its own is always allowed)."""
