@@ -37,6 +37,7 @@ from .isolation import (
 )
 from .launcher import PRIVATE_DIR_PREFIX
 from .messages import describe_exit, drain, read_enforcement, reply_status, shell_reply
+from .overlay import PACKAGES_DIR
 from .outputs import TEXT_LIMIT, OutputCollector, render_text
 from .paths import workspace_problem
 from .report import is_unconfined
@@ -166,6 +167,13 @@ class Sandbox(CellRunner):
             return None
         parent = Path(connection_file).parent
         return parent if parent.name.startswith(PRIVATE_DIR_PREFIX) else None
+
+    @property
+    def packages_dir(self) -> Path | None:
+        """Where wheels installed for this sandbox go (``sandbox.overlay``): on its
+        ``sys.path``, read-only inside it. None where there is no private directory."""
+        private = self.private_dir
+        return private / PACKAGES_DIR if private is not None else None
 
     @property
     def kernel_id(self) -> str | None:

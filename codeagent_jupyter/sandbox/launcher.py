@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
-from . import cgroup, gateway_ceiling
+from . import cgroup, gateway_ceiling, overlay
 from .cpu import THREAD_VARIABLES, CPUBudget, pool_threads
 from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV, MAX_LIMITS_ENV
 from .isolation import (
@@ -167,6 +167,10 @@ def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
     mpl_cache = _host_mpl_cache()
     _warm_mpl_cache(mpl_cache, env)
+    packages: list[Path] = []
+    if connection_file.parent.name.startswith(PRIVATE_DIR_PREFIX):
+        packages.append(connection_file.parent / overlay.PACKAGES_DIR)
+        overlay.prepare(packages[0], env)
 
     kernel_id = connection_file.stem.removeprefix("kernel-")
     enforcement: dict[str, str] = {}
@@ -192,6 +196,7 @@ def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
             readable=[connection_file, *python_paths()],
             network=not netns_possible,
             tmp_bytes=max(limits.file_size_mb, 64) * _MIB,
+            read_only_over=packages,
         )
         enforcement.update(filesystem="bwrap", pid="bwrap")
         enforcement["network"] = "bwrap" if netns_possible else network_none
@@ -314,6 +319,7 @@ def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
 
     if sys.path and sys.path[0] in ("", os.getcwd()):
         del sys.path[0]
+    overlay.on_path()
     os.chdir(workdir)
     from ipykernel.kernelapp import IPKernelApp
 
@@ -325,6 +331,7 @@ def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
         argv.append("--IPKernelApp.parent_handle=1")
     app = IPKernelApp.instance()
     app.initialize(argv)
+    overlay.quiet_pip(app.shell)
     if enforcement["cpu"] == "rlimit":
         CPUBudget(limits.cpu_seconds).install(app.shell)
     app.start()

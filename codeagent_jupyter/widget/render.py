@@ -16,6 +16,7 @@ from typing import Any
 from ..sandbox.report import warning
 from ..timeline.state import CellItem, SessionState
 from ..util.textbounds import head_tail, strip_ansi
+from .packages_view import is_install, packages_html
 from . import theme
 from .sanitize import clean_html, data_img, svg_img
 
@@ -280,6 +281,8 @@ def arguments_html(arguments: Any) -> str:
         return code_html(str(arguments["code"]))
     if isinstance(arguments, dict) and set(arguments) == {"command"}:
         return code_html(str(arguments["command"]), "run_command")
+    if is_install(arguments):
+        return packages_html(arguments)
     text = json.dumps(arguments, indent=2, ensure_ascii=False, default=str)
     return f'<pre style="{PRE}">{esc(head_tail(text, MAX_TEXT))}</pre>'
 
