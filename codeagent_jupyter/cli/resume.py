@@ -177,8 +177,7 @@ async def _reinstall(args: argparse.Namespace, sandbox: Any, todo: Any) -> Any:
     if pins and tool is None:
         names = ", ".join(f"{p['name']}=={p['version']}" for p in pins)
         print(
-            f"codeagent: the session installed {names}; not reinstalled without "
-            "--allow-install",
+            f"codeagent: the session installed {names}; not reinstalled without --allow-install",
             file=sys.stderr,
         )
     elif pins:

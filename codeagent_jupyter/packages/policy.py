@@ -65,7 +65,9 @@ class PackagePolicy:
         }
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ConfigError(f"packages: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
+            raise ConfigError(
+                f"packages: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})"
+            )
         values: dict[str, Any] = {}
         for key in ("index_url", "approval", "cache_dir"):
             if key in data:
@@ -94,7 +96,9 @@ class PackagePolicy:
     def check(self) -> None:
         """Raise ``ConfigError`` for settings that cannot work."""
         if self.approval not in APPROVALS:
-            raise ConfigError(f"packages: 'approval' must be 'ask' or 'auto', not {self.approval!r}")
+            raise ConfigError(
+                f"packages: 'approval' must be 'ask' or 'auto', not {self.approval!r}"
+            )
         for url in (self.index_url, *self.extra_index_urls):
             if url and urlsplit(url).scheme not in ("http", "https", "file"):
                 raise ConfigError(f"packages: index {url!r} must be an http(s) or file URL")

@@ -23,9 +23,9 @@ def recorded_packages(notebook: Any, run: int | None = None, step: int | None = 
         if not isinstance(item, dict) or not item.get("name") or not item.get("version"):
             continue
         at_run, at_step = int(item.get("run", 0)), int(item.get("step", 0))
-        if step is not None and run is not None:
-            if at_run > run or (at_run == run and at_step > step):
-                continue
+        cut = step is not None and run is not None
+        if cut and (at_run > run or (at_run == run and at_step > step)):
+            continue
         kept.append(dict(item))
     return kept
 

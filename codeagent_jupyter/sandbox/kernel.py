@@ -37,8 +37,8 @@ from .isolation import (
 )
 from .launcher import PRIVATE_DIR_PREFIX
 from .messages import describe_exit, drain, read_enforcement, reply_status, shell_reply
-from .overlay import PACKAGES_DIR
 from .outputs import TEXT_LIMIT, OutputCollector, render_text
+from .overlay import PACKAGES_DIR
 from .paths import workspace_problem
 from .report import is_unconfined
 

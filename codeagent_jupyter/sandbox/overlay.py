@@ -57,4 +57,3 @@ def quiet_pip(shell: Any) -> None:
         print(PIP_MESSAGE, file=sys.stderr)
 
     shell.register_magic_function(pip, "line", "pip")
-

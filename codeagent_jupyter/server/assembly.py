@@ -18,9 +18,9 @@ from ..config import SandboxLimits
 from ..core.assembly import build_agent
 from ..core.loop import AgentLoop
 from ..errors import ConfigError
+from ..packages.installer import Installer
 from ..record.snapshot_sink import SnapshotRecorder
 from ..record.snapshots import SnapshotStore
-from ..packages.installer import Installer
 from ..tools import ToolBox
 from ..tools.install import InstallTool
 from .delegation import helper_tool

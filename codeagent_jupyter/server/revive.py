@@ -19,9 +19,9 @@ from typing import Any
 
 from .. import events as ev
 from ..errors import ConfigError
+from ..record.packages import reinstall
 from ..record.reader import parse_session
 from ..record.restore import Rebuilt, rebuild
-from ..record.packages import reinstall
 from ..record.resume import ResumePlan, plan
 from . import lifecycle
 from .assembly import build_session_agent, install_tool, store_of

@@ -16,8 +16,8 @@ from typing import Any
 from ..sandbox.report import warning
 from ..timeline.state import CellItem, SessionState
 from ..util.textbounds import head_tail, strip_ansi
-from .packages_view import is_install, packages_html
 from . import theme
+from .packages_view import is_install, packages_html
 from .sanitize import clean_html, data_img, svg_img
 
 MAX_TEXT = 6_000  # characters of one text output shown in the panel (head + tail)

@@ -61,7 +61,7 @@ def make_wheel(
         files[f"{module}/blob.bin"] = b"".join(chunks)[:pad_bytes]
     for path, text in (extra_files or {}).items():
         files[path] = text.encode()
-    meta = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     meta += [f"Requires-Dist: {r}" for r in requires]
     files[f"{dist}.dist-info/METADATA"] = ("\n".join(meta) + "\n").encode()
     wheel = "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"

@@ -32,8 +32,16 @@ def test_run_installs_and_resume_reinstalls_the_same_version(
     out = tmp_path / "s.ipynb"
     flags = ("--allow-install", "--index-url", served.url)
     result = codeagent(
-        "run", "use tinyapp", *_model(scripted_model), *flags, "--workdir", str(ws),
-        "--out", str(out), env=env, timeout=300,
+        "run",
+        "use tinyapp",
+        *_model(scripted_model),
+        *flags,
+        "--workdir",
+        str(ws),
+        "--out",
+        str(out),
+        env=env,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr
     nb = nbformat.read(out, as_version=4)
@@ -54,8 +62,15 @@ def test_run_installs_and_resume_reinstalls_the_same_version(
         ]
     )
     result = codeagent(
-        "resume", str(out), "check", *_model(scripted_model), *flags, "--workdir", str(ws),
-        env=env, timeout=300,
+        "resume",
+        str(out),
+        "check",
+        *_model(scripted_model),
+        *flags,
+        "--workdir",
+        str(ws),
+        env=env,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr
     assert "reinstalled tinyapp==1.0, tinydep==1.0" in result.stderr
@@ -68,8 +83,13 @@ def test_install_flags_without_allow_install_are_a_usage_error(
     scripted_model, tmp_path: Path
 ) -> None:
     result = codeagent(
-        "run", "x", *_model(scripted_model), "--index-url", "http://127.0.0.1:1/simple",
-        "--workdir", str(tmp_path),
+        "run",
+        "x",
+        *_model(scripted_model),
+        "--index-url",
+        "http://127.0.0.1:1/simple",
+        "--workdir",
+        str(tmp_path),
     )
     assert result.returncode == 2
     assert one_line_error(result) == (

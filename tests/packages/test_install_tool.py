@@ -46,7 +46,10 @@ def _agent(scripted_model, sandbox, served, tmp_path: Path, approval: str, appro
     sink = Collect()
     out = tmp_path / "session.ipynb"
     recorder = NotebookRecorder(out, session_id="s1")
-    tools = [ToolBox(sandbox, sandbox.workdir), InstallTool(sandbox, Installer(policy), approval=approval)]
+    tools = [
+        ToolBox(sandbox, sandbox.workdir),
+        InstallTool(sandbox, Installer(policy), approval=approval),
+    ]
     loop = build_agent(
         model, sandbox, [recorder, sink], AgentConfig(), tools=tools, approver=approver
     )
@@ -54,7 +57,9 @@ def _agent(scripted_model, sandbox, served, tmp_path: Path, approval: str, appro
 
 
 def _install(*names: str) -> dict:
-    return tool_calls(("install_packages", {"packages": list(names), "reason": "the task needs it"}))
+    return tool_calls(
+        ("install_packages", {"packages": list(names), "reason": "the task needs it"})
+    )
 
 
 def _cell(code: str) -> dict:
@@ -116,8 +121,8 @@ for what, act in [
         [
             _install("tinyapp"),
             _cell(attack),
-            _cell("%pip install tinydep"),
-            _cell("import sys\n!{sys.executable} -m pip install tinydep"),
+            _cell("%pip install bigpkg"),
+            _cell("import sys\n!{sys.executable} -m pip install bigpkg"),
             text("done"),
         ]
     )

@@ -130,9 +130,7 @@ async def test_restore_reinstalls_the_recorded_file_or_refuses_a_changed_one(
     # The index now serves another file under the same name and version.
     changed = make_wheel(tmp_path / "changed", "tinydep", "1.0", code="x = 'not the same'\n")
     served.index.add(changed)
-    fresh = Installer(
-        PackagePolicy(index_url=served.url, cache_dir=str(tmp_path / "fresh-cache"))
-    )
+    fresh = Installer(PackagePolicy(index_url=served.url, cache_dir=str(tmp_path / "fresh-cache")))
     with pytest.raises(ToolError, match="not the recorded one"):
         await fresh.restore(recorded)
 

@@ -5,7 +5,6 @@ version, size and index; a resumed session reinstalls what it had (a real index 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,7 +72,9 @@ async def test_install_waits_for_approval_over_rest_and_a_resume_reinstalls(
     await api.ok("POST", f"sessions/{sid}/pause")
     scripted_model.set_script(
         [
-            tool_calls(("run_cell", {"code": "import tinydep\nprint('again', tinydep.__version__)"})),
+            tool_calls(
+                ("run_cell", {"code": "import tinydep\nprint('again', tinydep.__version__)"})
+            ),
             text("resumed"),
         ]
     )
