@@ -30,6 +30,13 @@ def jp_server_config(jp_server_config: Any, served: Served) -> Any:
     return jp_server_config
 
 
+async def _start(api: Api, prompt: str) -> str:
+    """A new session's id; a generous bound: a loaded machine starts sandboxes slowly."""
+    code, session = await api.call("POST", "sessions", {"prompt": prompt}, request_timeout=240)
+    assert code == 201, session
+    return session["id"]
+
+
 def _printed(events: list[dict[str, Any]]) -> str:
     return "".join(
         "".join(o.get("text", ""))
@@ -50,7 +57,7 @@ async def test_install_waits_for_approval_over_rest_and_a_resume_reinstalls(
             text("done"),
         ]
     )
-    sid = (await api.start("use tinyapp"))["id"]
+    sid = await _start(api, "use tinyapp")
     ws = await api.connect(sid)
     asked = await api.read_until(ws, lambda e: e["type"] == "approval_requested")
     request = asked[-1]
@@ -89,7 +96,7 @@ async def test_install_waits_for_approval_over_rest_and_a_resume_reinstalls(
 async def test_a_denied_package_is_refused_without_asking(api: Api, scripted_model: Any) -> None:
     install = {"packages": ["evilpkg"], "reason": "x"}
     scripted_model.set_script([tool_calls(("install_packages", install)), text("ok")])
-    sid = (await api.start("go"))["id"]
+    sid = await _start(api, "go")
     events = await api.run_to_end(sid)
     assert not of_type(events, "approval_requested")
     [finished] = of_type(events, "tool_call_finished")
