@@ -3,8 +3,9 @@
 plan (names checked, resolved by pip against the kernel's environment and what the overlay
 holds, every package of the plan checked against the policy, the wheels downloaded and
 their size and hashes known) → the caller asks for approval with the plan → install (pip
-unpacks exactly those files into the overlay). ``restore`` reinstalls a recorded set,
-the same files or none: a wheel whose hash differs from the recorded one is refused.
+unpacks exactly those files into the overlay). ``restore`` reinstalls a recorded set in
+one pip call, the same files or none: pip refuses a wheel whose hash is not the recorded
+one.
 """
 
 from __future__ import annotations
@@ -139,15 +140,40 @@ class Installer:
             )
         return plan
 
-    async def restore(self, recorded: Iterable[Mapping[str, Any]]) -> Plan:
-        """The recorded wheels again (same versions, same hashes), without resolving."""
-        items = []
+    async def restore(self, recorded: Iterable[Mapping[str, Any]], overlay: Path) -> list[Wheel]:
+        """Install the recorded wheels into ``overlay`` again, without resolving: the same
+        versions, and the same files (pip checks each against its recorded sha256)."""
+        wheels = []
         for item in recorded:
             name = canonicalize_name(str(item.get("name", "")))
-            version = str(item.get("version", ""))
+            version, sha256 = str(item.get("version", "")), str(item.get("sha256", ""))
             self._allowed(name)
-            items.append((name, version, "", str(item.get("sha256", "")), True))
-        return await self._fetch(items, exact=True)
+            if not version or not sha256:
+                raise ToolError(f"install_packages: {name} was recorded without version or hash")
+            size = item.get("size_bytes")
+            size = size if isinstance(size, int) and not isinstance(size, bool) else 0
+            index = str(item.get("index", ""))
+            filename = str(item.get("filename", ""))
+            wheels.append(Wheel(name, version, size, sha256, index, filename))
+        if not wheels:
+            return []
+        pins = [(w.name, w.version, w.sha256) for w in wheels]
+        try:
+            await pip.install_pinned(
+                pins,
+                self.policy.pip_options(),
+                overlay,
+                cache_dir=str(self._cache()),
+                python=self.python,
+            )
+        except PackageError as e:
+            if "HASH" in str(e).upper():
+                raise ToolError(
+                    "install_packages: the index serves files that are not the recorded ones "
+                    f"(sha256 differs) for {', '.join(w.pin() for w in wheels)}; refusing them"
+                ) from None
+            raise ToolError(f"install_packages: could not reinstall: {e}") from None
+        return wheels
 
     async def install(self, plan: Plan, overlay: Path) -> None:
         """Unpack the plan's wheels into ``overlay``; the staging folder is removed."""
@@ -178,9 +204,7 @@ class Installer:
             "(their build code would run outside the sandbox)"
         )
 
-    async def _fetch(
-        self, items: list[tuple[str, str, str, str, bool]], *, exact: bool = False
-    ) -> Plan:
+    async def _fetch(self, items: list[tuple[str, str, str, str, bool]]) -> Plan:
         """Download ``(name, version, url, sha256, requested)`` into a fresh staging folder,
         checking each file's hash against the expected one (when known)."""
         staging = Path(tempfile.mkdtemp(prefix="codeagent-wheels-", dir=self._cache()))
@@ -200,10 +224,9 @@ class Installer:
                     raise ToolError(f"install_packages: pip did not fetch a wheel of {name}")
                 digest = _digest(path)
                 if expected and digest != expected:
-                    what = "the recorded one" if exact else "the index's"
                     raise ToolError(
-                        f"install_packages: {path.name} has sha256 {digest[:12]}…, not "
-                        f"{what} {expected[:12]}…; refusing it"
+                        f"install_packages: {path.name} has sha256 {digest[:12]}…, not the "
+                        f"index's {expected[:12]}…; refusing it"
                     )
                 wheel = Wheel(
                     name,

@@ -153,3 +153,39 @@ async def install(wheels: list[Path], target: Path, *, python: str = sys.executa
         ],
         python=python,
     )
+
+
+async def install_pinned(
+    pins: list[tuple[str, str, str]],
+    options: list[str],
+    target: Path,
+    *,
+    cache_dir: str,
+    python: str = sys.executable,
+) -> None:
+    """Install exactly ``(name, version, sha256)`` wheels into ``target`` in one pip call,
+    from the sources in ``options`` (the shared cache first): pip itself refuses a file
+    whose hash is not the given one (``--require-hashes``)."""
+    with tempfile.TemporaryDirectory(prefix="codeagent-pins-") as folder:
+        requirements = Path(folder) / "requirements.txt"
+        lines = [f"{name}=={version} --hash=sha256:{sha256}" for name, version, sha256 in pins]
+        requirements.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        await run_pip(
+            [
+                "install",
+                "--quiet",
+                "--no-deps",
+                *WHEELS_ONLY,
+                "--require-hashes",
+                "--no-warn-script-location",
+                "--upgrade",
+                "--cache-dir",
+                cache_dir,
+                "--target",
+                str(target),
+                *options,
+                "-r",
+                str(requirements),
+            ],
+            python=python,
+        )

@@ -105,10 +105,11 @@ class InstallTool:
         if not wanted:
             return ""
         overlay = await self._overlay()
-        plan = await self.installer.restore(wanted)
-        pins = ", ".join(w.pin() for w in plan.wheels)
-        await self._install(plan, overlay)
-        return pins
+        wheels = await self.installer.restore(wanted, overlay)
+        await self._refresh(overlay)
+        for wheel in wheels:
+            self.installed[wheel.name] = wheel.to_dict()
+        return ", ".join(w.pin() for w in wheels)
 
     async def _install(self, plan: Plan, overlay: Path) -> ToolOutcome:
         wheels = list(plan.wheels)

@@ -122,17 +122,22 @@ async def test_restore_reinstalls_the_recorded_file_or_refuses_a_changed_one(
     plan = await installer.plan(["tinydep==1.0"], {})
     recorded = [w.to_dict() for w in plan.wheels]
     plan.discard()
-    again = await installer.restore(recorded)
-    assert [(w.name, w.version, w.sha256) for w in again.wheels] == [
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    again = await installer.restore(recorded, overlay)
+    assert [(w.name, w.version, w.sha256) for w in again] == [
         (r["name"], r["version"], r["sha256"]) for r in recorded
     ]
-    again.discard()
+    assert (overlay / "tinydep" / "__init__.py").is_file()
     # The index now serves another file under the same name and version.
     changed = make_wheel(tmp_path / "changed", "tinydep", "1.0", code="x = 'not the same'\n")
     served.index.add(changed)
     fresh = Installer(PackagePolicy(index_url=served.url, cache_dir=str(tmp_path / "fresh-cache")))
-    with pytest.raises(ToolError, match="not the recorded one"):
-        await fresh.restore(recorded)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with pytest.raises(ToolError, match="not the recorded ones"):
+        await fresh.restore(recorded, elsewhere)
+    assert not (elsewhere / "tinydep").exists()
 
 
 async def test_a_local_wheel_folder_works_offline(tmp_path: Path) -> None:
