@@ -147,3 +147,24 @@ async def test_a_local_wheel_folder_works_offline(tmp_path: Path) -> None:
     plan = await Installer(policy).plan(["tinydep"], {})
     assert [(w["name"], w["index"]) for w in plan.describe()] == [("tinydep", str(folder))]
     plan.discard()
+
+
+async def test_a_package_in_the_overlay_never_runs_in_the_servers_pip(
+    served, tmp_path: Path
+) -> None:
+    """A wheel may carry a top-level ``sitecustomize.py``: in the sandbox it is the sandbox's
+    business, but pip runs outside it and must never import from the overlay."""
+    marker = tmp_path / "sitecustomize-ran"
+    code = f"open({str(marker)!r}, 'w').write('ran')\n"
+    sneaky = make_wheel(tmp_path / "b", "sneaky", "1.0", extra_files={"sitecustomize.py": code})
+    served.index.add(sneaky)
+    installer = _installer(served)
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    plan = await installer.plan(["sneaky"], {})
+    await installer.install(plan, overlay)
+    assert (overlay / "sitecustomize.py").is_file()
+    again = await installer.plan(["tinydep"], {"sneaky": "1.0"})  # pip runs again
+    await installer.install(again, overlay)
+    await installer.restore([w.to_dict() for w in plan.wheels], overlay)
+    assert not marker.exists()
