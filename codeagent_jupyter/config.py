@@ -133,6 +133,7 @@ How to work:
 - Read tracebacks carefully; when a cell fails, fix the cause and run the corrected cell.
 - Use read_file / write_file / list_files / search_files for files in the workspace, and
   run_command for shell commands. The sandbox has no network access unless told otherwise.
+- A package is missing: if install_packages is offered, use it (pip in the sandbox cannot).
 - Plots: use matplotlib and call plt.show(); the user sees the image.
 - When done, reply without any tool call: a brief answer that states the result.
 """

@@ -210,6 +210,8 @@ class ToolCallFinished(Event):
     note: str = ""
     edit: dict[str, Any] | None = None
     """``edit_cell``'s proposal: ``{cell_id, old_source, new_source, reason, diff}``."""
+    packages: list[dict[str, Any]] | None = None
+    """``install_packages``' wheels: ``[{name, version, sha256, size_bytes, index, …}]``."""
 
     @classmethod
     def from_outcome(

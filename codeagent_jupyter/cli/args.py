@@ -106,6 +106,7 @@ def add_run_parser(sub: Any) -> None:
     add_max_steps(session)
     add_hooks(session)
     add_delegate(session)
+    add_install(session)
     session.add_argument(
         "--no-snapshots",
         action="store_true",
@@ -128,6 +129,47 @@ def add_hooks(parser: Any) -> None:
         help="enable a tool hook (entry-point group codeagent_jupyter.hooks; shipped: policy, "
         "audit), with options, e.g. --hook audit:path=audit.jsonl; repeatable, run in order",
     )
+
+
+def add_install(parser: Any) -> None:
+    """``--allow-install`` with where packages come from: the same flags on run and resume."""
+    parser.add_argument(
+        "--allow-install",
+        action="store_true",
+        help="offer the model the install_packages tool: wheels (never source builds) fetched "
+        "outside the sandbox into a read-only package folder on its path, without asking",
+    )
+    parser.add_argument(
+        "--index-url",
+        metavar="URL",
+        help="the package index to install from (default: PyPI; with --find-links alone, none)",
+    )
+    parser.add_argument(
+        "--find-links",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="a folder of wheels to install from (offline); repeatable",
+    )
+
+
+def install_policy(args: argparse.Namespace) -> Any:
+    """The ``PackagePolicy`` the install flags choose (approval ``auto``: the flag is the
+    user's consent), or None without ``--allow-install``; ``ConfigError`` for bad flags."""
+    from ..packages.policy import DEFAULT_INDEX, PackagePolicy
+
+    links = [str(p.resolve()) for p in getattr(args, "find_links", [])]
+    index = getattr(args, "index_url", None)
+    if not getattr(args, "allow_install", False):
+        if index or links:
+            raise ConfigError("--index-url and --find-links need --allow-install")
+        return None
+    if index is None:
+        index = "" if links else DEFAULT_INDEX
+    policy = PackagePolicy(index_url=index, find_links=tuple(links), approval="auto")
+    policy.check()
+    return policy
 
 
 def add_delegate(parser: Any) -> None:

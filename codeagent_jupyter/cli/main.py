@@ -23,11 +23,13 @@ from ..errors import CodeAgentError, ConfigError, IsolationUnavailable
 from ..util.hardening import make_undumpable
 from .args import (
     Parser,
+    add_install,
     add_isolation,
     add_limits,
     add_run_parser,
     announce,
     existing_workdir,
+    install_policy,
     limits_from,
     make_sandbox,
     model_settings_from,
@@ -40,6 +42,7 @@ from .wiring import (
     changes_sink,
     drive,
     hook_chain,
+    install_tool,
     make_model,
     report,
     snapshot_sink,
@@ -70,6 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--out", type=Path, help="where to write the replayed session")
     add_limits(replay)
     add_isolation(replay)
+    add_install(replay)
 
     from . import resume as resume_cli
 
@@ -132,6 +136,7 @@ async def _run(args: argparse.Namespace) -> int:
     out = writable_notebook(args.out or workdir / ".codeagent" / "sessions" / f"{session_id}.ipynb")
     notebook = read_notebook(args.notebook) if args.notebook else None
     limits = limits_from(args)
+    install_policy(args)  # bad install flags fail before the sandbox starts
     hooks = hook_chain(args.hook, session_id)
     sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
     session = CliSession(args, workdir, limits, out, session_id, hooks)
@@ -193,7 +198,13 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
         recorder = NotebookRecorder(out, on_saved=signing(notary))
         printer = make_printer()
         sinks: list[EventSink] = [recorder, printer]
-        tools = ToolBox(sandbox, workdir)
+        tools: list[Any] = [ToolBox(sandbox, workdir)]
+        install = install_tool(args, sandbox)
+        if install is not None:  # the recorded versions first: the replayed calls keep them
+            from ..record.packages import recorded_packages
+
+            await install.restore(recorded_packages(session.notebook))
+            tools.append(install)
         loop = build_agent(model, sandbox, sinks, AgentConfig(), tools=tools)
         try:
             finished = await drive(loop, list(session.prompts))

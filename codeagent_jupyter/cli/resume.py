@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import events as ev
-from ..errors import ConfigError
+from ..errors import ConfigError, ToolError
 from .args import (
     add_delegate,
     add_hooks,
+    add_install,
     add_isolation,
     add_limits,
     add_max_steps,
@@ -80,6 +81,7 @@ def add_parser(sub: Any) -> None:
     add_max_steps(session)
     add_hooks(session)
     add_delegate(session)
+    add_install(session)
     sandbox = resume.add_argument_group(
         "sandbox limits",
         "the limits of this command line (or the defaults); the session's recorded limits may "
@@ -136,6 +138,7 @@ async def run(args: argparse.Namespace) -> int:
     async with StartingSandbox(unstarted, on_ready=cli_args.announce) as sandbox:
         model = await make_model(model_name, base_url, api_key, settings)
         recorder, printer = _recording(read, notary, out, session_id, fork, todo)
+        install = await _reinstall(args, sandbox, todo)
         rebuilt = await rebuild(todo, sandbox, store)
         meta = recorder.notebook.metadata["codeagent"]
         meta.setdefault("restores", []).append(rebuilt.to_dict())
@@ -146,7 +149,7 @@ async def run(args: argparse.Namespace) -> int:
         first_seq = 0 if fork else todo.last_seq + 1  # a resume numbers on
         bus = EventBus([sink.emit for sink in sinks], keep=False, next_seq=first_seq)
         bus.publish(ev.SessionRestored, **rebuilt.event_fields())
-        cli = CliSession(args, workdir, limits, out, recorder.session_id, hooks)
+        cli = CliSession(args, workdir, limits, out, recorder.session_id, hooks, install)
         history = [*todo.messages, {"role": "user", "content": rebuilt.note_for_model()}]
         runs = len(meta.get("runs", []))
         loop = build_cli_agent(
@@ -160,6 +163,33 @@ async def run(args: argparse.Namespace) -> int:
             if hooks is not None:
                 await hooks.end({})
     return report(finished, out, changes)
+
+
+async def _reinstall(args: argparse.Namespace, sandbox: Any, todo: Any) -> Any:
+    """The ``install_packages`` tool (``--allow-install``), after reinstalling the packages
+    the session had at the cut (same versions, same files) so its cells run again; without
+    the flag, a line says what is missing."""
+    import sys
+
+    from ..record.packages import recorded_packages
+    from .wiring import install_tool
+
+    pins = recorded_packages(todo.notebook, todo.run, todo.step)
+    tool = install_tool(args, sandbox)
+    if pins and tool is None:
+        names = ", ".join(f"{p['name']}=={p['version']}" for p in pins)
+        print(
+            f"codeagent: the session installed {names}; not reinstalled without --allow-install",
+            file=sys.stderr,
+        )
+    elif pins:
+        try:
+            done = await tool.restore(pins)
+        except ToolError as e:
+            print(f"codeagent: could not reinstall the session's packages: {e}", file=sys.stderr)
+        else:
+            print(f"codeagent: reinstalled {done}", file=sys.stderr)
+    return tool
 
 
 def _recording(

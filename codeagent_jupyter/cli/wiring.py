@@ -67,6 +67,8 @@ class CliSession:
     """The session notebook: its helpers' notebooks go next to it."""
     session_id: str
     hooks: Any = None
+    install: Any = None
+    """The ``install_packages`` tool, made before the agent where a resume restored with it."""
 
 
 def build_cli_agent(
@@ -91,6 +93,9 @@ def build_cli_agent(
     tools: list[Any] = [ToolBox(sandbox, s.workdir)]
     if s.args.delegate > 0:
         tools.append(_helper_tool(s, model, earlier))
+    install = s.install if s.install is not None else install_tool(s.args, sandbox)
+    if install is not None:
+        tools.append(install)
     return build_agent(
         model,
         sandbox,
@@ -102,6 +107,19 @@ def build_cli_agent(
         history=history,
         run_index=run_index,
     )
+
+
+def install_tool(args: argparse.Namespace, sandbox: Any) -> Any:
+    """``install_packages`` for ``--allow-install`` (None without it)."""
+    from .args import install_policy
+
+    policy = install_policy(args)
+    if policy is None:
+        return None
+    from ..packages.installer import Installer
+    from ..tools.install import InstallTool
+
+    return InstallTool(sandbox, Installer(policy), approval=policy.approval)
 
 
 def _helper_tool(s: CliSession, model: Any, earlier: Any) -> Any:

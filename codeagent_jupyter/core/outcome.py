@@ -43,6 +43,8 @@ class ToolOutcome:
     """The plan, for ``update_plan``; published as ``PlanUpdated``."""
     edit: dict[str, Any] | None = None
     """For ``edit_cell``: ``{cell_id, old_source, new_source, reason, diff}``."""
+    packages: list[dict[str, Any]] | None = None
+    """For ``install_packages``: each wheel installed (name, version, sha256, size, index)."""
     over_budget: OverBudget | None = None
     """Set when the call took the workspace over its disk budget: the run stops on it (not
     an event field; the note says it for the recording)."""

@@ -84,7 +84,12 @@ class ToolRunner:
         arguments, refused = parse_arguments(name, raw)
         if refused is not None:
             return refused, False
-        ctx = replace(ctx, on_output=self._output_to_bus(ctx.tool_call_id), hooks=self.hooks)
+        ctx = replace(
+            ctx,
+            on_output=self._output_to_bus(ctx.tool_call_id),
+            hooks=self.hooks,
+            approve=self._asker(ctx.step, ctx.tool_call_id),
+        )
         if self.hooks is None:
             return await self._checked(ctx, name, arguments)
         session = self.hooks.session_id
@@ -132,6 +137,14 @@ class ToolRunner:
             ), True
         outcome.text = outcome.text or "(no output)"
         return outcome, True
+
+    def _asker(self, step: int, call_id: str) -> Callable[[str, Any], Awaitable[bool]]:
+        """What a tool calls to ask for approval of its call with details it worked out."""
+
+        async def approve(name: str, details: Any) -> bool:
+            return await self._approved(step, call_id, name, details)
+
+        return approve
 
     async def _approved(self, step: int, call_id: str, name: str, arguments: Any) -> bool:
         self.bus.publish(

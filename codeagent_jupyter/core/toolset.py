@@ -10,7 +10,7 @@ on the event bus to learn which call it is.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -45,6 +45,10 @@ class ToolContext:
     """Counts tokens spent on the session's behalf (by helpers) against its budget."""
     hooks: ToolHooks | None = None
     """The session's tool hooks: a tool that runs agents of its own applies them there."""
+    approve: Callable[[str, Any], Awaitable[bool]] | None = None
+    """``(name, details) -> approved``: asks the user about this call once the tool knows
+    what it would do (``install_packages``: which wheels, how big, from where), through the
+    session's approver and the same approval events as a tool under ``ask``."""
 
 
 @runtime_checkable

@@ -191,6 +191,9 @@ class NotebookRecorder:
         args = args if isinstance(args, dict) else {}
         meta: dict[str, Any] = {"tool_call_id": e.tool_call_id, "tool": e.name, "status": e.status}
         meta |= {"duration_s": round(e.duration_s, 3), "note": e.note}
+        if e.packages:
+            meta["packages"] = copy.deepcopy(e.packages)
+            self._packages_installed(e)
         if e.name == ev.PLAN_TOOL and e.status == "ok":
             return None  # the plan_updated cell shows it
         source = cell_source(e.name, e.status, e.code, args)
@@ -200,6 +203,15 @@ class NotebookRecorder:
         cell = new_code_cell(source, execution_count=e.execution_count)
         cell.outputs = clean_outputs(e.outputs)
         return self._add(cell, kind="tool", step=e.step, **meta)
+
+    def _packages_installed(self, e: ev.ToolCallFinished) -> None:
+        """The session's installed set (``metadata.codeagent.packages``, one entry a name,
+        the latest install winning), what a resume or a fork reinstalls."""
+        run = max(len(self._meta["runs"]) - 1, 0)
+        kept = {p.get("name"): p for p in self._meta.get("packages", [])}
+        for package in e.packages or []:
+            kept[package.get("name")] = {**copy.deepcopy(package), "run": run, "step": e.step}
+        self._meta["packages"] = list(kept.values())
 
     def _usage(self, e: ev.UsageUpdated) -> None:
         usage = self._meta["usage"]

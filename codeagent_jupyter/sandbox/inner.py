@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
-from . import tracebacks
+from . import overlay, tracebacks
 from .cpu import THREAD_VARIABLES, CPUBudget, pool_threads
 from .isolation import ENFORCEMENT_ENV, INNER_ENV, LIMITS_ENV, WORKDIR_ENV
 from .mpl_cache import copy_font_list
@@ -125,6 +125,7 @@ def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
 
     if sys.path and sys.path[0] in ("", os.getcwd()):
         del sys.path[0]
+    overlay.on_path()
     os.chdir(workdir)
     from ipykernel.kernelapp import IPKernelApp
 
@@ -137,6 +138,7 @@ def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     tracebacks.install()  # a cell's traceback shows the lines that ran (IPython >= 9.12)
     app = IPKernelApp.instance()
     app.initialize(argv)
+    overlay.quiet_pip(app.shell)
     if enforcement["cpu"] == "rlimit":
         CPUBudget(limits.cpu_seconds).install(app.shell)
     app.start()

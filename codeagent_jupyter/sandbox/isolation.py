@@ -196,13 +196,15 @@ def bwrap_argv(
     readable: Iterable[Path],
     network: bool,
     tmp_bytes: int,
+    read_only_over: Iterable[Path] = (),
 ) -> list[str]:
     """The bubblewrap prefix: only what Python needs, read-only; masks applied last.
 
     ``exe`` is the bubblewrap that ``bubblewrap.choose`` found working. The kernel runs as
     ``nobody`` in a user namespace with no capabilities. Nothing of
     the host is visible unless bound here: /usr, a minimal /etc, the interpreter and its
-    packages (``readable``), the workspace and the connection directory (``writable``).
+    packages (``readable``), the workspace and the connection directory (``writable``),
+    and read-only folders inside a writable one (``read_only_over``: the package overlay).
     So sockets in /run, other homes and unknown secret files are simply absent. Later
     mounts win, so the masks (server state in the workspace, known secrets under any
     bound directory) come after every bind and cannot be undone by them.
@@ -218,6 +220,8 @@ def bwrap_argv(
     for path in [*writable, workdir]:
         argv += ["--bind", str(path), str(path)]
         bound.append(path)
+    for path in read_only_over:
+        argv += ["--ro-bind", str(path), str(path)]
     state = workdir / STATE_DIR
     if state.is_dir() and not state.is_symlink():
         argv += ["--tmpfs", str(state)]

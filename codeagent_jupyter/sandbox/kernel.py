@@ -38,6 +38,7 @@ from .isolation import (
 from .ladder import Ladder, cell_result
 from .messages import describe_exit, drain, read_enforcement, reply_status, shell_reply
 from .outputs import OutputCollector
+from .overlay import PACKAGES_DIR
 from .paths import PRIVATE_DIR_PREFIX, workspace_problem
 from .report import is_unconfined
 
@@ -164,6 +165,13 @@ class Sandbox(CellRunner):
             return None
         parent = Path(connection_file).parent
         return parent if parent.name.startswith(PRIVATE_DIR_PREFIX) else None
+
+    @property
+    def packages_dir(self) -> Path | None:
+        """Where wheels installed for this sandbox go (``sandbox.overlay``): on its
+        ``sys.path``, read-only inside it. None where there is no private directory."""
+        private = self.private_dir
+        return private / PACKAGES_DIR if private is not None else None
 
     @property
     def kernel_id(self) -> str | None:

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from ..config import SandboxLimits
-from . import bubblewrap, cgroup, gateway_ceiling
+from . import bubblewrap, cgroup, gateway_ceiling, overlay
 from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV, MAX_LIMITS_ENV
 from .inner import LIFETIME_CPU_FACTOR, MIB, inner, user_process_count
 from .isolation import (
@@ -125,6 +125,10 @@ def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
     mpl_cache = host_mpl_cache()
     warm_mpl_cache(mpl_cache, env)
+    packages: list[Path] = []
+    if connection_file.parent.name.startswith(PRIVATE_DIR_PREFIX):
+        packages.append(connection_file.parent / overlay.PACKAGES_DIR)
+        overlay.prepare(packages[0], env)
 
     kernel_id = connection_file.stem.removeprefix("kernel-")
     enforcement: dict[str, str] = {}
@@ -152,6 +156,7 @@ def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
             readable=[connection_file, *python_paths()],
             network=not netns_possible,
             tmp_bytes=max(limits.file_size_mb, 64) * MIB,
+            read_only_over=packages,
         )
         enforcement.update(filesystem="bwrap", pid="bwrap", bwrap=choice.bwrap.label)
         enforcement["network"] = "bwrap" if netns_possible else network_none

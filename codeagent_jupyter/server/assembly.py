@@ -18,9 +18,11 @@ from ..config import SandboxLimits
 from ..core.assembly import build_agent
 from ..core.loop import AgentLoop
 from ..errors import ConfigError
+from ..packages.installer import Installer
 from ..record.snapshot_sink import SnapshotRecorder
 from ..record.snapshots import SnapshotStore
 from ..tools import ToolBox
+from ..tools.install import InstallTool
 from .changes_sink import attach as keep_changes_cell
 from .delegation import helper_tool
 from .errors import ApiError
@@ -41,9 +43,11 @@ def build_session_agent(
     notebook_cells: dict[str, str] | None = None,
     history: Sequence[dict[str, Any]] = (),
     run_index: int = 0,
+    install: Any = None,
 ) -> AgentLoop:
     """The agent of ``session`` on ``sandbox``, recorded by ``recorder`` (already on the
-    session's bus). 503 when the administrator's tool hooks are misconfigured."""
+    session's bus). 503 when the administrator's tool hooks are misconfigured. ``install``:
+    the ``install_packages`` tool where a resume made it first (to reinstall with it)."""
     settings = manager.settings
     config = settings.agent_config()
     if max_steps is not None:
@@ -60,6 +64,9 @@ def build_session_agent(
     )
     if helpers is not None:
         tools.append(helpers)
+    install = install if install is not None else install_tool(manager, sandbox)
+    if install is not None:
+        tools.append(install)
     return build_agent(
         model,
         sandbox,
@@ -72,6 +79,14 @@ def build_session_agent(
         history=history,
         run_index=run_index,
     )
+
+
+def install_tool(manager: Any, sandbox: Any) -> Any:
+    """``install_packages`` under ``c.CodeAgent.packages``; None when installs are off."""
+    policy = manager.settings.package_policy()
+    if policy is None:
+        return None
+    return InstallTool(sandbox, Installer(policy), approval=policy.approval)
 
 
 def store_of(manager: Any, owner: str) -> SnapshotStore:

@@ -19,11 +19,12 @@ from typing import Any
 
 from .. import events as ev
 from ..errors import ConfigError
+from ..record.packages import reinstall
 from ..record.reader import parse_session
 from ..record.restore import Rebuilt, rebuild
 from ..record.resume import ResumePlan, plan
 from . import lifecycle
-from .assembly import build_session_agent, store_of
+from .assembly import build_session_agent, install_tool, store_of
 from .bodies import body_schema
 from .errors import ApiError
 from .policy import check_text
@@ -157,6 +158,7 @@ async def _rebuild(r: _Revival) -> tuple[Rebuilt, Any, Any]:
     from ..record.recorder import NotebookRecorder
 
     manager, parent, session, todo, workdir = r.manager, r.parent, r.session, r.todo, r.workdir
+    install = await reinstall(install_tool(manager, r.sandbox), todo)
     rebuilt = await rebuild(todo, r.sandbox, store_of(manager, parent.owner))
     if r.fork:
         recorder = NotebookRecorder(
@@ -185,6 +187,7 @@ async def _rebuild(r: _Revival) -> tuple[Rebuilt, Any, Any]:
         limits=r.limits,
         history=[*todo.messages, {"role": "user", "content": rebuilt.note_for_model()}],
         run_index=len(meta.get("runs", [])),
+        install=install,
     )
     return rebuilt, loop, recorder
 

@@ -16,6 +16,8 @@ from traitlets import Bool, Dict, Enum, Float, Int, List, Type, Unicode, validat
 from traitlets.config import Configurable
 
 from ..config import AgentConfig, ModelSettings, SandboxLimits
+from ..errors import ConfigError
+from ..packages.policy import PackagePolicy
 from ..sandbox.backend import BACKENDS, SETTINGS_HELP, SandboxBackend, make_backend
 
 APPROVAL_POLICIES = ("auto", "ask")
@@ -142,6 +144,16 @@ class CodeAgent(Configurable):
         "completion tokens}; with a price, the panel shows what a session cost.",
     )
     approval = _agent_trait("approval", " They wait for POST .../approvals/{tool_call_id}.")
+    packages = Dict(
+        default_value=None,
+        allow_none=True,
+        config=True,
+        help='Offer the model install_packages, e.g. {"index_url": "https://pypi.org/simple", '
+        '"extra_index_urls": [], "find_links": [], "allow": ["*"], "deny": [], "max_mb": 500, '
+        '"approval": "ask", "max_per_call": 10, "cache_dir": ""}: wheels only (never a source '
+        "build), fetched outside the sandbox into its read-only package folder, each install "
+        "approved by the user (ask) or not (auto). None (the default): no installs.",
+    )
     hooks = List(
         Unicode(),
         config=True,
@@ -261,6 +273,19 @@ class CodeAgent(Configurable):
             if policy not in APPROVAL_POLICIES:
                 raise ValueError(f"approval for {tool!r} must be 'auto' or 'ask', not {policy!r}")
         return proposal["value"]
+
+    @validate("packages")
+    def _check_packages(self, proposal: dict[str, Any]) -> dict[str, Any] | None:
+        if proposal["value"] is not None:
+            try:
+                PackagePolicy.from_dict(proposal["value"])
+            except ConfigError as e:
+                raise ValueError(str(e)) from None
+        return proposal["value"]
+
+    def package_policy(self) -> PackagePolicy | None:
+        """The install policy, or None when installs are off."""
+        return None if self.packages is None else PackagePolicy.from_dict(self.packages)
 
     def sandbox_backend_of(self) -> SandboxBackend:
         """The backend that makes every sandbox (``ConfigError`` for a bad choice)."""

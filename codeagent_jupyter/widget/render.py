@@ -16,6 +16,7 @@ from ..sandbox.report import warning
 from ..timeline.state import CellItem, SessionState
 from ..util.textbounds import head_tail
 from . import theme
+from .packages_view import is_install, packages_html
 from .render_outputs import (
     FOLD_LINES,
     HTML_CLASS,
@@ -194,6 +195,8 @@ def arguments_html(arguments: Any) -> str:
         return code_html(str(arguments["code"]))
     if isinstance(arguments, dict) and set(arguments) == {"command"}:
         return code_html(str(arguments["command"]), "run_command")
+    if is_install(arguments):
+        return packages_html(arguments)
     text = json.dumps(arguments, indent=2, ensure_ascii=False, default=str)
     return f'<pre style="{PRE}">{esc(head_tail(text, MAX_TEXT))}</pre>'
 

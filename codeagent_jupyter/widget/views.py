@@ -181,7 +181,8 @@ class ApprovalView(ItemView):
 
     def render(self, item: ApprovalItem) -> str:
         if item.approved is None:
-            head = f"<b>Approve {render.esc(item.name)}?</b> It will run:"
+            verb = "install" if render.is_install(item.arguments) else "run"
+            head = f"<b>Approve {render.esc(item.name)}?</b> It will {verb}:"
         elif item.approved and item.remember == "session":
             head = f"{render.esc(item.name)}: approved (allowed for this session)"
         else:
