@@ -13,7 +13,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .. import __version__
 from .results import call_result, mcp_tools
 from .session import ToolSession, client_label
 
@@ -28,6 +27,17 @@ SessionFor = Callable[[Any], Awaitable[ToolSession]]
 class SessionRefused(Exception):
     """No tool session for this request (a cap, a closed session, a sandbox that cannot
     start): the message is what the client's agent is told."""
+
+
+def _version() -> str:
+    """This package's version (read from its metadata: the package root imports the
+    server extension, which imports this module)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("codeagent-jupyter")
+    except PackageNotFoundError:
+        return "0"
 
 
 def instructions(summary: str, warning: str | None = None) -> str:
@@ -79,7 +89,7 @@ def build_server(
 
     return Server(
         SERVER_NAME,
-        version=__version__,
+        version=_version(),
         title="codeagent sandbox",
         instructions=instructions_text,
         on_list_tools=list_tools,
