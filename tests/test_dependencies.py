@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 OPTIONAL = {
     "pandas": "dataframes",  # a --with DataFrame travels as Parquet when these are there
     "pyarrow": "dataframes",
+    "mcp": "mcp",  # the MCP server (codeagent mcp, /codeagent/mcp, Jupyter AI's registry)
+    "mcp_types": "mcp",
 }
 """Modules the package uses only when the user's data needs them, and the extra that has them."""
 

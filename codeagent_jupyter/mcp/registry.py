@@ -8,8 +8,9 @@ the sessions of ``/codeagent/mcp``. The entry point is only ever loaded by
 ``jupyter-server-mcp``, so nothing here is imported unless that package is installed.
 
 The registry's MCP server runs on its own port without the Jupyter server's auth (it only
-accepts loopback hosts and origins), so its calls count as the server owner's; each of its
-MCP sessions (one per agent in Jupyter AI's chat) gets a sandbox of its own.
+accepts loopback hosts and origins), so its calls count as the server owner's, in one
+sandbox (a registered function is not told which MCP session calls it): the chat's agents
+share its state, as they share the user's kernel without it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from .results import images_of, is_error, offered
 OWNER = "server-owner"
 """Whose sandboxes the registry's calls use: the owner of a single-user server."""
 CLIENT = "jupyter-server-mcp"
+KEY = "registry:jupyter-server-mcp"
+"""The registry's sandbox: one for its server (a plain tool function is not told which of
+the server's MCP sessions calls it); a new one after an idle cull."""
 _HUB: Any = None
 _TYPES = {"string": str, "integer": int, "number": float, "boolean": bool}
 
@@ -81,27 +85,18 @@ def _function(spec: dict[str, Any]) -> Any:
     return tool
 
 
-def _session_key() -> str:
-    """The registry's MCP session this call came in (one sandbox each), when known."""
-    try:
-        from fastmcp.server.dependencies import get_context
-
-        session_id = get_context().session_id
-    except Exception:
-        session_id = None
-    return f"registry:{session_id or 'shared'}"
+class SandboxToolError(Exception):
+    """A call that failed: the registry's server makes it an error result with this text."""
 
 
 async def call(name: str, arguments: dict[str, Any]) -> Any:
     """Run sandbox tool ``name``: its text and images, or a tool error with its text."""
     if _HUB is None:
         raise RuntimeError("the codeagent server extension is not running in this server")
-    session = await _HUB.tools_for((OWNER, _session_key()), CLIENT)
+    session = await _HUB.tools_for((OWNER, KEY), CLIENT)
     outcome = await session.call(name, arguments, CLIENT)
     if is_error(outcome.status):
-        from fastmcp.exceptions import ToolError
-
-        raise ToolError(outcome.text)
+        raise SandboxToolError(outcome.text)
     import mcp_types as types
 
     content: list[Any] = [types.TextContent(text=outcome.text or "(no output)")]
