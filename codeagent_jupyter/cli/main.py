@@ -1,4 +1,5 @@
-"""The ``codeagent`` command: run a request in a sandbox, or replay a recorded session.
+"""The ``codeagent`` command: run a request in a sandbox, replay a recorded session, or
+serve the sandbox to an MCP client (``codeagent mcp``).
 
 Exit codes: 0 the model answered (or a replay matched), 1 the run stopped on a budget, a
 model error or a mismatch (the session notebook is written all the same), 2 bad usage or
@@ -75,12 +76,14 @@ def _parser() -> argparse.ArgumentParser:
     add_isolation(replay)
     add_install(replay)
 
+    from . import mcp as mcp_cli
     from . import resume as resume_cli
 
     resume_cli.add_parser(sub)
     from . import diff as diff_cli
 
     diff_cli.add_parser(sub)
+    mcp_cli.add_parser(sub)
     return parser
 
 
@@ -99,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
             from . import diff as diff_cli
 
             return diff_cli.run(args)
+        if args.command == "mcp":
+            return asyncio.run(_mcp(args))
         if args.model == "recorded":
             return asyncio.run(_replay_recorded(args))
         return asyncio.run(_reexecute(args))
@@ -165,6 +170,18 @@ async def _run(args: argparse.Namespace) -> int:
             if hooks is not None:
                 await hooks.end({})
     return report(finished, out, changes)
+
+
+async def _mcp(args: argparse.Namespace) -> int:
+    try:
+        import mcp.server  # noqa: F401
+    except ImportError:
+        raise CodeAgentError(
+            "codeagent mcp needs the MCP SDK: pip install 'codeagent-jupyter[mcp]'"
+        ) from None
+    from . import mcp as mcp_cli
+
+    return await mcp_cli.run(args)
 
 
 async def _replay_recorded(args: argparse.Namespace) -> int:

@@ -55,6 +55,24 @@ class CodeAgentApp(ExtensionApp):
         self.manager.models.send_session = hub_gateway
         self.manager.load_saved()
         self.settings["codeagent_manager"] = self.manager
+        self.mcp_hub = self._mcp_hub()
+        if self.mcp_hub is not None:
+            self.settings["codeagent_mcp"] = self.mcp_hub
+
+    def _mcp_hub(self) -> Any:
+        """The MCP endpoint's sessions, when it is enabled and the mcp package is installed."""
+        if not self.agent_settings.mcp:
+            return None
+        try:
+            from .mcp_sessions import McpHub
+        except ImportError:
+            self.log.info("codeagent: no MCP endpoint (pip install 'codeagent-jupyter[mcp]')")
+            return None
+        from ..mcp import registry
+
+        hub = McpHub(self.manager, idle_timeout=self.agent_settings.idle_timeout)
+        registry.attach(hub)  # Jupyter AI's tool registry calls into the same sandboxes
+        return hub
 
     def _use_hub_gateway(self) -> bool:
         """On JupyterHub, talk to the class gateway with the student's own hub token; whether
@@ -74,10 +92,22 @@ class CodeAgentApp(ExtensionApp):
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(route_table() + upload_routes() + change_routes())
+        if getattr(self, "mcp_hub", None) is not None:
+            from .mcp_handler import routes as mcp_routes
+
+            self.handlers.extend(mcp_routes())
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         # Warm the pool once the event loop runs, so the first session starts fast.
-        self._pool_task = asyncio.ensure_future(self.manager.ensure_pool())
+        self._pool_task = asyncio.ensure_future(self._start_services())
+
+    async def _start_services(self) -> None:
+        await self.manager.ensure_pool()
+        if self.mcp_hub is not None:
+            await self.mcp_hub.start()
+            await self.mcp_hub.state_isolation()  # its first log line: the isolation
 
     async def stop_extension(self) -> None:
+        if self.mcp_hub is not None:
+            await self.mcp_hub.stop()
         await self.manager.shutdown()

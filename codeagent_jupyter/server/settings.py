@@ -194,6 +194,13 @@ class CodeAgent(Configurable):
     max_wall_s = _agent_trait("max_wall_s")
     max_tokens = _agent_trait("max_tokens")
     result_chars = _agent_trait("result_chars")
+    mcp = Bool(
+        True,
+        config=True,
+        help="Serve the sandbox's tools to MCP clients at /codeagent/mcp (streamable HTTP, "
+        "behind the server's auth; one sandbox per MCP session) when the mcp package is "
+        "installed.",
+    )
     model_timeout = _model_trait("timeout")
     model_max_retries = _model_trait("max_retries")
     max_output_tokens = _model_trait("max_output_tokens")

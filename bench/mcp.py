@@ -1,0 +1,161 @@
+"""MCP benchmark: the round trip of ``run_cell("1+1")`` through MCP (stdio and streamable
+HTTP, the official SDK's client) against the same call through our own tool runner (what
+the agent loop does for a tool call), and how long a new MCP session waits for its sandbox
+from the server's pool.
+
+Run: ``python bench/mcp.py [--calls 200] [--sessions 5]``. Prints Markdown tables measured
+in this run. The HTTP column runs a real ``jupyter server`` (token auth, ``pool_size=2``)
+as a child process; the acquire times are what the server logs for each new MCP session.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Run as a script, this file's folder comes first on sys.path, and its name would hide
+# the ``mcp`` package.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+
+import argparse
+import asyncio
+import os
+import re
+import secrets
+import socket
+import statistics
+import subprocess
+import tempfile
+import time
+from typing import Any
+
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Implementation
+
+from codeagent_jupyter.core.bus import EventBus
+from codeagent_jupyter.core.runner import ToolRunner
+from codeagent_jupyter.core.toolset import ToolContext
+from codeagent_jupyter.sandbox import Sandbox, SandboxLimits
+from codeagent_jupyter.tools import ToolBox
+
+LIMITS = SandboxLimits(memory_mb=1024, cell_timeout=30)
+CODE = {"code": "1+1"}
+INFO = Implementation(name="bench", version="1")
+
+
+async def _guard(awaitable: Any, interruptible: bool) -> Any:
+    return await awaitable
+
+
+async def in_loop(work: Path, n: int) -> list[float]:
+    """Our own tool call: the runner, the standard tools, a bus (as the loop has)."""
+    async with Sandbox(workdir=work, limits=LIMITS) as sandbox:
+        runner = ToolRunner(ToolBox(sandbox, work), EventBus(), _guard, approval={}, approver=None)
+        times = []
+        for i in range(n + 5):
+            t = time.perf_counter()
+            await runner.run(ToolContext(step=i, tool_call_id=f"c{i}"), "run_cell", CODE)
+            times.append(time.perf_counter() - t)
+        return times[5:]
+
+
+async def over(client: Client, n: int) -> list[float]:
+    times = []
+    async with client as c:
+        for _ in range(n + 5):
+            t = time.perf_counter()
+            result = await c.call_tool("run_cell", CODE)
+            times.append(time.perf_counter() - t)
+            assert not result.is_error, result
+    return times[5:]
+
+
+def stdio_client(work: Path) -> Client:
+    args = ["-m", "codeagent_jupyter.cli", "mcp", "--workdir", str(work), "--no-snapshots"]
+    server = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
+    return Client(server, client_info=INFO, read_timeout_seconds=120)
+
+
+def http_client(url: str, token: str) -> Client:
+    http = httpx2.AsyncClient(headers={"Authorization": f"token {token}"}, timeout=120)
+    transport = streamable_http_client(url, http_client=http)
+    return Client(transport, client_info=INFO, mode="legacy", read_timeout_seconds=120)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def with_server(root: Path, calls: int, sessions: int) -> tuple[list[float], list[float]]:
+    """HTTP round trips, and the acquire times of ``sessions`` new MCP sessions."""
+    token, port = secrets.token_hex(16), free_port()
+    log, runtime = root.parent / "server.log", root.parent / "runtime"
+    argv = [
+        sys.executable, "-m", "jupyter_server", f"--port={port}", "--ip=127.0.0.1",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+        "--CodeAgent.pool_size=2", "--CodeAgent.model=none", "--ServerApp.open_browser=False",
+        "--allow-root", "--MCPExtensionApp.mcp_port=0",
+    ]  # fmt: skip
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime)}
+    with log.open("w") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        url = f"http://127.0.0.1:{port}/codeagent/mcp"
+        for _ in range(600):
+            if "MCP at /codeagent/mcp" in log.read_text():
+                break
+            await asyncio.sleep(0.2)
+        times = await over(http_client(url, token), calls)
+        for _ in range(sessions):
+            await asyncio.sleep(8)  # the pool refills between sessions
+            async with http_client(url, token) as c:
+                await c.call_tool("run_cell", CODE)
+        found = re.findall(r"sandbox in ([0-9.]+) ms", log.read_text())
+        return times, [float(v) / 1000 for v in found[1:]]  # the first came with the calls
+    except BaseException:
+        print(log.read_text()[-4000:], file=sys.stderr)
+        raise
+    finally:
+        proc.terminate()
+        proc.wait(60)
+
+
+def ms(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1000:.2f}"
+
+
+def p95(values: list[float]) -> str:
+    ordered = sorted(values)
+    return f"{ordered[round(0.95 * (len(ordered) - 1))] * 1000:.2f}"
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--sessions", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        base = await in_loop(root, args.calls)
+        stdio = await over(stdio_client(root), args.calls)
+        (root / "served").mkdir()
+        http, acquire = await with_server(root / "served", args.calls, args.sessions)
+    print('| `run_cell("1+1")` round trip | median ms | p95 ms | median over the loop\'s |')
+    print("|---|---|---|---|")
+    for label, values in (("our tool call (loop)", base), ("MCP stdio", stdio), ("MCP HTTP", http)):
+        extra = statistics.median(values) - statistics.median(base)
+        print(f"| {label} | {ms(values)} | {p95(values)} | {extra * 1000:+.2f} |")
+    print()
+    print("| new MCP session: sandbox from the pool | median ms | max ms | sessions |")
+    print("|---|---|---|---|")
+    if acquire:
+        print(f"| acquire | {ms(acquire)} | {max(acquire) * 1000:.2f} | {len(acquire)} |")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

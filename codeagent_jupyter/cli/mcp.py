@@ -1,0 +1,152 @@
+"""``codeagent mcp``: the sandbox's tools for one MCP client over stdio.
+
+The client (Claude Code, VS Code, Cursor, any MCP host) starts the command; the sandbox
+starts with it and keeps its state until the client leaves (stdin closes, or SIGTERM), then
+the kernel is shut down and the session notebook closed. stdout is the protocol's: every
+line for people (the isolation first, as ``run`` says it) goes to stderr.
+
+Exit codes: 0 the client left, 1 the sandbox could not start, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from .args import (
+    add_hooks,
+    add_isolation,
+    add_limits,
+    announce,
+    existing_workdir,
+    limits_from,
+    make_sandbox,
+    writable_notebook,
+)
+from .wiring import hook_chain, snapshot_sink
+
+MCP_EXAMPLES = """\
+examples:
+  codeagent mcp --workdir ~/project
+  codeagent mcp --workdir ~/project --memory-mb 4096 --cell-timeout 300
+  claude mcp add codeagent -- codeagent mcp --workdir ~/project
+
+The MCP client starts this command and talks to it over stdin/stdout; the isolation in
+force and the session notebook's path are written to stderr. Exit codes: 0 the client
+left, 1 the sandbox could not start, 2 bad usage.
+"""
+
+
+def add_parser(sub: Any) -> None:
+    """``codeagent mcp``: the session and sandbox flags of ``run`` (no model: the client's
+    agent is the model)."""
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve the sandbox's tools to an MCP client over stdio",
+        description="Serve the sandbox's tools (run_cell, run_command, the file tools) to one\n"
+        "MCP client over stdio; every call is recorded in a session notebook.",
+        epilog=MCP_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    session = mcp.add_argument_group("session")
+    session.add_argument(
+        "--workdir", type=Path, default=Path.cwd(), help="workspace (default: the current folder)"
+    )
+    session.add_argument(
+        "--out",
+        type=Path,
+        help="session notebook to write (default: .codeagent/sessions/ID.ipynb in the workspace)",
+    )
+    add_hooks(session)
+    session.add_argument(
+        "--no-snapshots",
+        action="store_true",
+        help="do not snapshot the workspace after each call (such a session cannot be resumed "
+        "with its files)",
+    )
+    sandbox = mcp.add_argument_group(
+        "sandbox limits", "What the code may use, and where it runs (see docs/security.md)."
+    )
+    add_limits(sandbox)
+    add_isolation(sandbox)
+
+
+async def run(args: argparse.Namespace) -> int:
+    """Serve until the client leaves; the sandbox is shut down however that happens."""
+    from mcp.server.stdio import stdio_server
+
+    from ..core.bus import EventBus
+    from ..mcp.server import build_server, instructions
+    from ..mcp.session import ToolSession, sandbox_tools
+    from ..record.notary import cli_notary
+    from ..record.recorder import NotebookRecorder
+    from ..sandbox import report
+    from .trust import signing
+
+    workdir = existing_workdir(args.workdir)
+    session_id = uuid.uuid4().hex[:12]
+    out = writable_notebook(args.out or workdir / ".codeagent" / "sessions" / f"{session_id}.ipynb")
+    limits = limits_from(args)
+    hooks = hook_chain(args.hook, session_id)
+    sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
+    stop = _stop_on_signals()
+    # The transport takes fds 0 and 1 first: a kernel started afterwards cannot write
+    # into the protocol's stream.
+    async with stdio_server() as (read, write), make_sandbox(args, workdir, limits) as sandbox:
+        announce(sandbox)
+        recorder = NotebookRecorder(out, session_id=session_id, on_saved=sign)
+        sinks: list[Any] = [recorder]
+        if not args.no_snapshots:
+            sinks.insert(0, snapshot_sink(workdir, recorder))
+        if hooks is not None:
+            sinks.append(hooks)
+        bus = EventBus([s.emit for s in sinks], keep=False)
+        tools = ToolSession(sandbox_tools(sandbox, workdir), sandbox, bus, hooks=hooks)
+
+        async def session_for(ctx: Any) -> ToolSession:
+            return tools
+
+        text = instructions(
+            report.summary(sandbox.enforcement, sandbox.limits),
+            report.warning(sandbox.enforcement),
+        )
+        server = build_server(session_for, tools.schemas, instructions_text=text)
+        print(f"codeagent mcp: serving on stdio; session notebook {out}", file=sys.stderr)
+        serving = asyncio.ensure_future(
+            server.run(read, write, server.create_initialization_options())
+        )
+        try:
+            await asyncio.wait({serving, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            serving.cancel()
+            stop.cancel()
+            with contextlib.suppress(BaseException):
+                await serving
+            tools.end("the MCP client left")
+            if hooks is not None:
+                await hooks.end({})
+    print(f"Session: {out}", file=sys.stderr)
+    return 0
+
+
+def _stop_on_signals() -> asyncio.Future[None]:
+    """A future that SIGTERM or SIGINT completes: the client may stop us either way."""
+    aio = asyncio.get_running_loop()
+    stop: asyncio.Future[None] = aio.create_future()
+
+    def done() -> None:
+        if not stop.done():
+            stop.set_result(None)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        aio.add_signal_handler(sig, done)
+    stop.add_done_callback(
+        lambda _: [aio.remove_signal_handler(s) for s in (signal.SIGINT, signal.SIGTERM)]
+    )
+    return stop

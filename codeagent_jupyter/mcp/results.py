@@ -1,0 +1,77 @@
+"""Our tools in MCP's terms: schemas become MCP tools, outcomes become tool results.
+
+The text of a result is exactly what our own model is shown (bounded, tracebacks with ANSI
+codes stripped, the sandbox's note said once); images the cell displayed are added as MCP
+image content, since MCP clients can show them to their model; a call that failed (the
+cell raised, timed out, the kernel died, or the call was refused) is an ``isError`` result,
+so the calling agent sees it and can correct itself, as MCP asks of tool errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .. import events as ev
+
+NOT_OFFERED = frozenset({ev.PLAN_TOOL, ev.EDIT_TOOL, ev.HELPER_TOOL})
+"""Tools of our own agent that are not sandbox tools: its plan display, proposals for the
+user's notebook and its helper agents. Every other tool of the toolsets is offered."""
+
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+MAX_IMAGES = 8
+"""Images one result carries at most (the outputs are already bounded by the sandbox)."""
+
+
+def offered(schemas: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The OpenAI-form tool definitions an MCP client is offered, in our order."""
+    return [s for s in schemas if s["function"]["name"] not in NOT_OFFERED]
+
+
+def mcp_tools(schemas: Iterable[dict[str, Any]]) -> list[Any]:
+    """MCP ``Tool`` definitions from OpenAI-form ones (the same names, texts and schemas)."""
+    import mcp_types as types
+
+    return [
+        types.Tool(
+            name=s["function"]["name"],
+            description=s["function"]["description"],
+            input_schema=s["function"]["parameters"],
+        )
+        for s in offered(schemas)
+    ]
+
+
+def images_of(outputs: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
+    """``(mime type, base64 data)`` of the images among nbformat outputs, at most
+    ``MAX_IMAGES``."""
+    found: list[tuple[str, str]] = []
+    for out in outputs:
+        data = out.get("data") if isinstance(out, dict) else None
+        if not isinstance(data, dict):
+            continue
+        for mime in IMAGE_TYPES:
+            value = data.get(mime)
+            if isinstance(value, list):
+                value = "".join(value)
+            if isinstance(value, str) and value:
+                found.append((mime, value.replace("\n", "")))
+                break
+        if len(found) >= MAX_IMAGES:
+            break
+    return found
+
+
+def is_error(status: str) -> bool:
+    """Whether an outcome of this status is an MCP tool error."""
+    return status != "ok"
+
+
+def call_result(outcome: Any) -> Any:
+    """The MCP ``CallToolResult`` of a ``ToolOutcome``."""
+    import mcp_types as types
+
+    content: list[Any] = [types.TextContent(text=outcome.text or "(no output)")]
+    for mime, data in images_of(outcome.outputs):
+        content.append(types.ImageContent(data=data, mime_type=mime))
+    return types.CallToolResult(content=content, is_error=is_error(outcome.status))

@@ -1,0 +1,136 @@
+"""``/codeagent/mcp``: the MCP SDK's streamable-HTTP transport behind the server's auth.
+
+The SDK's ``StreamableHTTPSessionManager`` is an ASGI application (session ids, SSE
+streams, protocol-version and header checks, resumption): this handler authenticates and
+authorizes the request as every handler of ours does, then hands it to that application
+through a small ASGI bridge (one scope, the body as one ``http.request``, each ``send``
+written and flushed, so SSE streams as it is produced). Hand-writing the bridge (about
+sixty lines) is less than re-implementing any part of the transport, and tornado has no
+maintained ASGI container of its own.
+
+The request's owner goes into the scope twice: as the SDK's authenticated principal (the
+SDK then answers another owner's session id exactly like an unknown one, 404) and under
+``codeagent.owner`` for the hub, which gives each MCP session its sandbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado.iostream import StreamClosedError
+
+from .errors import ApiError
+from .handlers import BaseHandler
+from .mcp_sessions import OWNER_KEY, SESSION_HEADER
+
+MCP_PATH = "/codeagent/mcp"
+
+
+def _principal(owner: str) -> Any:
+    """The SDK's authenticated user for ``owner`` (no token in it: ownership only)."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    return AuthenticatedUser(AccessToken(token="", client_id=owner, scopes=[], subject=owner))
+
+
+class McpHandler(BaseHandler):
+    """POST (messages), GET (the server's SSE stream) and DELETE (end the session)."""
+
+    def initialize(self) -> None:
+        self._gone = asyncio.Event()
+        self._content_type = "application/json"
+
+    @property
+    def hub(self) -> Any:
+        return self.settings["codeagent_mcp"]
+
+    def on_connection_close(self) -> None:
+        self._gone.set()
+
+    @authorized
+    async def post(self) -> None:
+        await self._serve()
+
+    @authorized
+    async def get(self) -> None:
+        await self._serve()
+
+    @authorized
+    async def delete(self) -> None:
+        await self._serve()
+        session_id = self.request.headers.get(SESSION_HEADER)
+        if session_id and self.get_status() < 400:
+            await self.hub.end(self.owner, session_id)
+
+    async def _serve(self) -> None:
+        hub, owner = self.hub, self.owner
+        session_id = self.request.headers.get(SESSION_HEADER)
+        if session_id and hub.closed(owner, session_id):
+            raise ApiError(404, "this MCP session was closed; start a new one")
+        if self.request.method == "POST" and not session_id:
+            await hub.state_isolation()  # what `initialize` will say
+        await hub.start()
+        await hub.http.handle_request(self._scope(owner), self._receive, self._send)
+        if not self._finished:
+            self.finish(set_content_type=self._content_type)
+
+    def _scope(self, owner: str) -> dict[str, Any]:
+        req = self.request
+        host, _, port = (req.host or "127.0.0.1").rpartition(":")
+        return {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "1.1",
+            "method": req.method,
+            "scheme": req.protocol,
+            "path": MCP_PATH,
+            "raw_path": req.path.encode("latin-1"),
+            "root_path": "",
+            "query_string": (req.query or "").encode("latin-1"),
+            "headers": [
+                (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in req.headers.get_all()
+            ],
+            "client": (req.remote_ip or "", 0),
+            "server": (host or req.host, int(port) if port.isdigit() else 80),
+            "user": _principal(owner),
+            OWNER_KEY: owner,
+        }
+
+    _body_sent = False
+
+    async def _receive(self) -> dict[str, Any]:
+        if not self._body_sent:
+            self._body_sent = True
+            return {"type": "http.request", "body": self.request.body or b"", "more_body": False}
+        await self._gone.wait()
+        return {"type": "http.disconnect"}
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        if self._finished:
+            return
+        if message["type"] == "http.response.start":
+            self.set_status(message["status"])
+            self.clear_header("Content-Type")
+            for name, value in message.get("headers", []):
+                header, text = name.decode("latin-1"), value.decode("latin-1")
+                if header.lower() == "content-type":
+                    self._content_type = text  # APIHandler.finish sets it again
+                self.add_header(header, text)
+        elif message["type"] == "http.response.body":
+            body = message.get("body", b"")
+            if body:
+                self.write(body)
+            try:
+                if message.get("more_body"):
+                    await self.flush()
+                else:
+                    self.finish(set_content_type=self._content_type)
+            except StreamClosedError:
+                self._gone.set()
+
+
+def routes() -> list[tuple[str, Any]]:
+    return [(MCP_PATH, McpHandler)]

@@ -1,0 +1,249 @@
+"""The server's MCP sessions: one sandbox per MCP session, kept like our own sessions.
+
+Each MCP session (the SDK's ``Mcp-Session-Id``; on the sessionless 2026 protocol, one per
+owner and client name) gets a sandbox from the pool on its first tool call, and becomes an
+``McpSession`` in the ``SessionManager``'s table: listed with the user's sessions, counted
+against ``max_sessions_per_user`` (the oldest idle sessions close to make room, as for ours),
+closed by the idle reaper, recorded as a signed session notebook in the sessions folder.
+A closed MCP session's id answers 404, so its client starts a new MCP session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from typing import Any
+
+from ..core.toolset import combine
+from ..mcp.results import offered
+from ..mcp.server import SessionRefused, build_server, client_info, instructions
+from ..mcp.session import ToolSession, client_label, sandbox_tools
+from . import lifecycle
+from .assembly import session_hooks, snapshot_sink
+from .errors import ApiError
+from .session import CLOSED, IDLE, RUNNING, STARTING, AgentSession
+from .supply import shutdown_quietly
+
+log = logging.getLogger(__name__)
+
+OWNER_KEY = "codeagent.owner"
+"""Where the HTTP handler puts the request's owner in the ASGI scope."""
+SESSION_HEADER = "mcp-session-id"
+
+
+class McpSession(AgentSession):
+    """A session driven by an MCP client instead of our model: idle between its calls."""
+
+    kind = "mcp"
+
+    def __init__(self, *args: Any, key: tuple[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.key = key
+        self.tools: ToolSession | None = None
+        self._interrupting: asyncio.Future[None] | None = None
+        self.acquire_s: float | None = None
+        """Seconds the sandbox took to arrive (from the pool: a few milliseconds)."""
+
+    @property
+    def state(self) -> str:
+        if self.closed:
+            return CLOSED
+        if self.tools is None:
+            return STARTING  # its sandbox is on its way: neither culled nor closed for room
+        return RUNNING if self.tools.busy else IDLE
+
+    def summary(self) -> dict[str, Any]:
+        return {**super().summary(), "kind": self.kind}
+
+    def cancel(self) -> bool:
+        """Interrupt the call in flight (the client is told the cell was interrupted)."""
+        if not self.running or self.sandbox is None:
+            return False
+        self._interrupting = asyncio.ensure_future(self.sandbox.interrupt())
+        return True
+
+    def start_run(self, prompt: str) -> None:
+        raise ApiError(409, f"session {self.id} is driven by its MCP client; it takes no message")
+
+    async def close(self, *, grace_s: float = 10.0, reason: str | None = None) -> None:
+        if self.closed:
+            return
+        if self.tools is not None:
+            why = {lifecycle.IDLE_TIMEOUT: "idle", lifecycle.SESSION_CAP: "closed for room"}
+            self.tools.end(why.get(reason or "", "the MCP client left"))
+        await super().close(grace_s=grace_s, reason=reason)
+
+
+class McpHub:
+    """The SDK's streamable-HTTP session manager and the sandboxes of its sessions."""
+
+    def __init__(self, manager: Any, *, idle_timeout: float | None = None) -> None:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        self.manager = manager
+        self.schemas = offered(combine(sandbox_tools(None, manager.root_dir)).schemas())
+        self.server = build_server(self.session_for, self.schemas, instructions_text="")
+        self.sessions: dict[tuple[str, str], McpSession] = {}
+        self.http = StreamableHTTPSessionManager(
+            app=self.server,
+            session_idle_timeout=idle_timeout if idle_timeout and idle_timeout > 0 else None,
+        )
+        self._running: asyncio.Task[None] | None = None
+        self._ready = asyncio.Event()
+        self._stop: asyncio.Event | None = None
+        self._creating: dict[tuple[str, str], asyncio.Future[McpSession]] = {}
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Run the SDK's session manager (once) for as long as the server runs."""
+        if self._running is None:
+            self._stop = asyncio.Event()
+            self._running = asyncio.ensure_future(self._run())
+        await self._ready.wait()
+
+    async def _run(self) -> None:
+        assert self._stop is not None
+        async with self.http.run():
+            self._ready.set()
+            await self._stop.wait()
+
+    async def stop(self) -> None:
+        if self._running is not None and self._stop is not None:
+            self._stop.set()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self._running, 10)
+        for session in list(self.sessions.values()):
+            await session.close(reason=lifecycle.SERVER_STOPPED)
+
+    async def state_isolation(self) -> str:
+        """The ``initialize`` instructions (and the line logged once): the isolation the
+        pool's sandboxes report."""
+        manager = self.manager
+        pool = await manager.ensure_pool()
+        enforcement = manager.supply.enforcement or (
+            pool.status().get("enforcement") if pool else None
+        )
+        from ..sandbox import report
+
+        if enforcement:
+            summary = report.summary(enforcement, manager.default_limits)
+            text = instructions(summary, report.warning(enforcement))
+        else:
+            error = manager.supply.status().get("error") or "no sandbox has started yet"
+            summary = f"sandbox: not started ({error})"
+            text = instructions(summary)
+        if self.server.instructions != text:
+            if not self.server.instructions:
+                manager.log.info("codeagent: MCP at /codeagent/mcp: %s", summary)
+            self.server.instructions = text
+        return text
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    def key_of(self, ctx: Any) -> tuple[str, str]:
+        """``(owner, MCP session id)`` of a request; on the sessionless protocol, the
+        client's name stands in for the session."""
+        request = getattr(ctx, "request", None)
+        scope = getattr(request, "scope", None) or {}
+        owner = scope.get(OWNER_KEY)
+        if not owner:
+            raise SessionRefused("this request did not come through the server's MCP endpoint")
+        headers = getattr(request, "headers", None) or {}
+        session_id = headers.get(SESSION_HEADER)
+        if session_id:
+            return owner, session_id
+        return owner, "client:" + client_label(client_info(ctx))
+
+    def closed(self, owner: str, session_id: str) -> bool:
+        """Whether this MCP session had a sandbox that is gone (idle, room, deleted)."""
+        session = self.sessions.get((owner, session_id))
+        return session is not None and session.closed
+
+    async def session_for(self, ctx: Any) -> ToolSession:
+        """The tool session of an HTTP request (its sandbox started on its first call)."""
+        return await self.tools_for(self.key_of(ctx), client_label(client_info(ctx)))
+
+    async def tools_for(self, key: tuple[str, str], client: str) -> ToolSession:
+        """The tool session of ``key`` (``(owner, MCP session)``), opened when new."""
+        session = self.sessions.get(key)
+        if session is not None and session.closed:
+            if ":" not in key[1]:  # an MCP session id: its client must start a new one
+                raise SessionRefused("this MCP session was closed; start a new one")
+            session = None
+        if session is not None and session.tools is not None:
+            session.touch()
+            return session.tools
+        pending = self._creating.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(self._open(key, client))
+            self._creating[key] = pending
+            pending.add_done_callback(lambda _: self._creating.pop(key, None))
+        session = await asyncio.shield(pending)
+        assert session.tools is not None
+        return session.tools
+
+    async def _open(self, key: tuple[str, str], client: str) -> McpSession:
+        """A new MCP session of ``key[0]`` with its own sandbox, recorded from here on."""
+        from ..record.recorder import NotebookRecorder
+
+        manager = self.manager
+        owner = key[0]
+        if manager.stopping:
+            raise SessionRefused("the server is shutting down")
+        try:
+            victims = manager.room_for(owner)
+        except ApiError as e:
+            raise SessionRefused(e.log_message) from None
+        lifecycle.mark(victims)
+        session_id = uuid.uuid4().hex[:12]
+        path = manager.sessions_dir / f"{session_id}.ipynb"
+        workdir = manager.resolver.workdir_for(None)
+        session = McpSession(
+            session_id, owner=owner, path=path, model=f"mcp client: {client}", key=key
+        )
+        manager.sessions[session_id] = session
+        self.sessions[key] = session
+        await manager.make_room(victims)
+        started = time.perf_counter()
+        try:
+            sandbox = await manager.supply.get(owner, workdir, manager.default_limits)
+        except ApiError as e:
+            del manager.sessions[session_id]
+            self.sessions.pop(key, None)
+            raise SessionRefused(e.log_message) from None
+        session.acquire_s = time.perf_counter() - started
+        if session.closed:  # the server began shutting down while the kernel started
+            await shutdown_quietly(sandbox)
+            raise SessionRefused("the session was closed while its sandbox started")
+        recorder = NotebookRecorder(path, session_id=session_id, on_saved=manager.signer.saved)
+        session.bus.subscribe(recorder.emit)
+        snapshot_sink(manager, session, recorder, workdir)
+        tools = ToolSession(
+            sandbox_tools(sandbox, workdir),
+            sandbox,
+            session.bus,
+            config=manager.settings.agent_config(),
+            hooks=session_hooks(manager, session),
+            on_activity=session.touch,
+        )
+        session.attach(None, sandbox, recorder)
+        session.tools = tools
+        tools.begin(client)
+        manager.log.info(
+            "codeagent: MCP session %s of %s (%s): sandbox in %.1f ms",
+            session_id,
+            owner,
+            client,
+            session.acquire_s * 1000,
+        )
+        return session
+
+    async def end(self, owner: str, session_id: str) -> None:
+        """The client ended its MCP session (DELETE): its sandbox goes, its notebook stays."""
+        session = self.sessions.get((owner, session_id))
+        if session is not None:
+            await session.close(reason=lifecycle.DELETED)
