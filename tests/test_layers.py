@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "codeagent_jupyter"
 
 VOCABULARY = {"events", "errors", "config"}
 BELOW_EDGES = {"vocabulary", "util", "core", "timeline", "models", "sandbox", "tools", "hooks"}
-BELOW_EDGES |= {"record"}
+BELOW_EDGES |= {"record", "packages"}
 MAY_IMPORT: dict[str, set[str]] = {
     "vocabulary": set(),
     "util": {"vocabulary"},
@@ -24,13 +24,15 @@ MAY_IMPORT: dict[str, set[str]] = {
     "timeline": {"vocabulary", "util"},
     "models": {"vocabulary", "util", "core"},
     "sandbox": {"vocabulary", "util", "core"},
-    "tools": {"vocabulary", "util", "core"},
+    "tools": {"vocabulary", "util", "core", "packages"},  # install_packages drives pip
     "hooks": {"vocabulary", "util", "core"},
-    "record": {"vocabulary", "util", "core", "timeline"},
-    "cli": BELOW_EDGES,
+    "packages": {"vocabulary", "util", "core"},  # pip, run for the sandbox, outside it
+    "record": {"vocabulary", "util", "core", "timeline", "packages"},
+    "mcp": BELOW_EDGES,  # the sandbox's tools for agents we did not write
+    "cli": BELOW_EDGES | {"mcp"},
     "widget": BELOW_EDGES,
     "hub": BELOW_EDGES,
-    "server": BELOW_EDGES | {"hub"},  # a student's server finds the class's model gateway
+    "server": BELOW_EDGES | {"hub", "mcp"},  # a student's server finds the class's model gateway
     "persona": BELOW_EDGES | {"server", "widget"},  # Jupyter AI's chat over the server's sessions
     "package": {"server", "widget"},  # __init__: the Jupyter entry points, loaded on use
 }
