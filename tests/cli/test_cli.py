@@ -285,3 +285,20 @@ def test_every_limit_flag_reaches_the_sandbox(scripted_model, tmp_path):
     asked = {flag[2:].replace("-", "_"): float(value) for flag, value in flags.items()}
     assert {k: float(limits[k]) for k in asked} == asked
     assert limits["network"] is False
+
+
+def test_the_command_starts_without_the_iri_grammar():
+    """jsonschema's optional IRI checker costs seconds at every start; the command skips it
+    and jsonschema (nbformat's validation included) still works."""
+    code = (
+        "import sys, codeagent_jupyter.cli, jsonschema, nbformat\n"
+        "assert sys.modules['rfc3987_syntax'] is None\n"
+        "nbformat.validate(nbformat.v4.new_notebook())\n"
+        "jsonschema.validate(3, {'type': 'integer'})\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
