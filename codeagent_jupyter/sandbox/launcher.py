@@ -35,6 +35,7 @@ from ..config import SandboxLimits
 from . import cgroup, gateway_ceiling
 from .cpu import THREAD_VARIABLES, CPUBudget, pool_threads
 from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV, MAX_LIMITS_ENV
+from .interpreter import prefer_kernel_python
 from .isolation import (
     ENFORCEMENT_ENV,
     INNER_ENV,
@@ -299,6 +300,7 @@ def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
         HOME=str(scratch / "home"),
         MPLBACKEND="module://matplotlib_inline.backend_inline",
     )
+    prefer_kernel_python(os.environ, scratch)
     threads = str(pool_threads(limits.max_processes, limits.memory_mb))
     for name in THREAD_VARIABLES:  # an operator's own setting passes the allow-list and wins
         os.environ.setdefault(name, threads)
