@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 import codeagent_jupyter
-
 from tests.scripted_model import text, tool_calls
 
 SHARE = Path(sys.prefix) / "share" / "jupyter"
@@ -91,7 +90,8 @@ def test_pyarrow_uses_the_system_allocator(scripted_model, tmp_path):
     pytest.importorskip("pyarrow")
     code = (
         "import os, pyarrow as pa, pyarrow.compute as pc\n"
-        "print(os.environ.get('ARROW_DEFAULT_MEMORY_POOL'), pa.default_memory_pool().backend_name)\n"
+        "pool = pa.default_memory_pool().backend_name\n"
+        "print(os.environ.get('ARROW_DEFAULT_MEMORY_POOL'), pool)\n"
         "print(pc.utf8_upper(pa.array(['zürich'] * 1000))[0])"  # a string op, under 768 MiB
     )
     scripted_model.set_script([tool_calls(("run_cell", {"code": code})), text("done")])
