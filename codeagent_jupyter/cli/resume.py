@@ -26,6 +26,7 @@ from .args import (
     add_limits,
     add_max_steps,
     add_model_flags,
+    add_vision,
     positive_int,
 )
 
@@ -78,6 +79,7 @@ def add_parser(sub: Any) -> None:
         ".codeagent/sessions/ID.ipynb in the workspace)",
     )
     add_max_steps(session)
+    add_vision(session)
     add_hooks(session)
     add_delegate(session)
     sandbox = resume.add_argument_group(

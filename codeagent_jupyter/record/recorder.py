@@ -40,6 +40,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from .. import events as ev
 from ..timeline.state import command_source
+from ..tools.edit_file import replay_source
 from ..util.atomic import remove_stale, write_atomic
 from ..util.redact import scrub
 from .eventlog import NOT_LOGGED, encode, sent_arguments
@@ -67,6 +68,8 @@ def _source_for(name: str, code: str | None, args: dict[str, Any]) -> str | None
     if name == "run_command":
         command = code if code is not None else args.get("command")
         return command_source(command) if isinstance(command, str) else None
+    if name == "edit_file":
+        return replay_source(args)
     path, content = args.get("path"), args.get("content")
     if isinstance(path, str) and isinstance(content, str) and "\n" not in path:
         return f"%%writefile {shlex.quote(path)}\n{content}"
@@ -246,11 +249,13 @@ class NotebookRecorder:
         meta: dict[str, Any] = {"tool_call_id": e.tool_call_id, "tool": e.name, "status": e.status}
         meta |= {"duration_s": round(e.duration_s, 3), "note": e.note}
         source = None
-        ran = e.status == "ok" or (e.name != "write_file" and e.status not in ev.NOT_RUN)
+        ran = e.status == "ok" or (e.name in ev.KERNEL_TOOLS and e.status not in ev.NOT_RUN)
         if e.name in ev.WORKSPACE_WRITERS and ran:  # a re-run recreates their effects
             source = _source_for(e.name, e.code, args)
         if e.name == ev.PLAN_TOOL and e.status == "ok":
             return None  # the plan_updated cell shows it
+        if e.name == "edit_file" and e.edit:
+            meta["diff"] = e.edit.get("diff", "")
         if source is None:
             shown = ", ".join(f"{k}=`{_short(v)}`" for k, v in args.items())
             if raw is not None:
