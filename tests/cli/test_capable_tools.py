@@ -245,12 +245,13 @@ def test_plan_result_has_no_filler_and_budget_and_duration_are_told(scripted_mod
         assert after["tools"] == before["tools"]
 
 
-def test_the_agents_own_folder_is_not_listed(scripted_model, workdir):
+def test_written_files_are_listed_and_the_agents_own_folder_is_not(scripted_model, workdir):
     (workdir / "data.csv").write_text("a\n1\n")
     (workdir / ".codeagent" / "sessions").mkdir(parents=True)
     (workdir / ".codeagent" / "sessions" / "old.ipynb").write_text("{}")
     scripted_model.set_script(
         [
+            tool_calls(("write_file", {"path": "notes/new.txt", "content": "b\n2\n"})),
             tool_calls(("list_files", {})),
             tool_calls(("search_files", {"pattern": "."})),
             text("ok"),
@@ -258,6 +259,8 @@ def test_the_agents_own_folder_is_not_listed(scripted_model, workdir):
     )
     result, _ = codeagent(scripted_model, workdir)
     assert result.returncode == 0, result.stderr
-    listing, found = tool_text(scripted_model.requests[1]), tool_text(scripted_model.requests[2])
-    assert "data.csv" in listing and ".codeagent" not in listing
+    assert tool_text(scripted_model.requests[1]).startswith("created notes/new.txt (4 bytes")
+    assert (workdir / "notes" / "new.txt").read_text() == "b\n2\n"
+    listing, found = tool_text(scripted_model.requests[2]), tool_text(scripted_model.requests[3])
+    assert "data.csv" in listing and "notes/new.txt" in listing and ".codeagent" not in listing
     assert "data.csv:1: a" in found and ".codeagent" not in found
