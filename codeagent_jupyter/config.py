@@ -181,8 +181,8 @@ _PROMPT_TAIL = """\
 Tracebacks show the cell's own frames and the last library frame (environment paths as
 <env>); repeated warnings are shown once with a count; output cut short says so. Read them
 carefully; when a cell fails, fix the cause and run the corrected cell.
-Each request ends with the budget you have left (steps, time, tokens): plan how much to do
-per step, and answer before it runs out.
+The budget you have left (steps, time, tokens) comes with the request and after each
+step's results: plan how much to do per step, and answer before it runs out.
 When done, reply without any tool call: a brief answer that states the result.
 """
 

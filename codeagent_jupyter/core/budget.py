@@ -1,8 +1,9 @@
 """What the loop adds to a request beyond the tools' own results: the budget left, and the
 images a seeing model is shown.
 
-Both are appended where the conversation grows (the run's first user message, the step's
-last tool message, a user message after the step's results) and never rewritten, so every
+Both go where the conversation grows (ahead of the run's request in its user message, at
+the end of the step's last tool message, a user message after the step's results), before
+those are first sent, and are never rewritten, so every
 request still starts with the previous one byte for byte and the provider's prompt cache
 holds. A model that knows its budget can plan how much to do per step.
 """
@@ -16,6 +17,22 @@ from ..config import AgentConfig
 
 MAX_IMAGES_PER_STEP = 4
 """Images one step may show the model, whatever its tools produced."""
+MAX_IMAGE_CHARS_PER_STEP = 190_000
+"""Characters of image data (base64 URLs) one step may add to the request (~200 KB)."""
+
+
+def bounded(parts: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first images of ``parts`` that fit ``MAX_IMAGES_PER_STEP`` and
+    ``MAX_IMAGE_CHARS_PER_STEP`` (the first one always, the tools bound each)."""
+    kept: list[dict[str, Any]] = []
+    used = 0
+    for part in parts[:MAX_IMAGES_PER_STEP]:
+        size = len(str(part.get("image_url", {}).get("url", "")))
+        if kept and used + size > MAX_IMAGE_CHARS_PER_STEP:
+            break
+        kept.append(part)
+        used += size
+    return kept
 
 
 def _tokens(n: int) -> str:

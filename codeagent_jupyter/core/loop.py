@@ -19,7 +19,7 @@ from typing import Any
 from .. import events as ev
 from ..config import AgentConfig, system_prompt
 from ..errors import ModelError, ReplayError
-from .budget import MAX_IMAGES_PER_STEP, budget_line, images_message
+from .budget import bounded, budget_line, images_message
 from .bus import EventBus
 from .ports import EventSink, Model, SandboxPort, ToolHooks
 from .runner import Approver, ToolRunner
@@ -114,7 +114,7 @@ class AgentLoop:
         first = self.run_index == 0 and self.context
         content = f"{self.context}\n\n## Request\n{prompt}" if first else prompt
         self._steps_taken = 0
-        content += "\n\n" + budget_line(self.config, 0, 0.0, self.usage.total)
+        content = f"{budget_line(self.config, 0, 0.0, self.usage.total)}\n\n{content}"
         self.messages.append({"role": "user", "content": content})
         try:
             head = await self._head_start()
@@ -259,7 +259,7 @@ class AgentLoop:
         last = self.messages[-1]
         last["content"] = f"{last['content']}\n{line}"
         images, self._images = self._images, []
-        message = images_message(images[:MAX_IMAGES_PER_STEP], len(images))
+        message = images_message(bounded(images), len(images))
         if message is not None:
             self.messages.append(message)
 

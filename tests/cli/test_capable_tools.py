@@ -231,8 +231,8 @@ def test_plan_result_has_no_filler_and_budget_and_duration_are_told(scripted_mod
     first, second, third = scripted_model.requests
     system = first["messages"][0]["content"]
     assert "use it when the work has several steps" in system and "first call" not in system
-    assert first["messages"][1]["content"].endswith(
-        "[budget left: 5 of 5 steps, 30 min, 2M tokens]"
+    assert first["messages"][1]["content"].startswith(
+        "[budget left: 5 of 5 steps, 30 min, 2M tokens]\n\n## Context"
     )
     assert tool_text(second).startswith("ok\n[budget left: 4 of 5 steps, ")
     cell = tool_text(third)

@@ -57,7 +57,7 @@ def respond(messages: list[dict[str, Any]]) -> dict[str, Any]:
     """The parent delegates one task, then answers; the helper writes a file, then answers."""
     first = next(m["content"] for m in messages if m["role"] == "user")
     answered = sum(m["role"] == "assistant" for m in messages)
-    if HELPER_TASK in first:
+    if first.endswith(HELPER_TASK):
         if answered == 0:
             return tool_calls(("write_file", {"path": "notes.txt", "content": "by the helper"}))
         return text("helper done")
@@ -87,11 +87,12 @@ async def test_a_resumed_session_keeps_its_history_and_run_index(scripted_model,
     await loop.run("and then")
     sent = scripted_model.requests[0]["messages"]
     assert sent[0]["role"] == "system"
-    asked = {"role": "user", "content": "next\n\n[budget left: 30 of 30 steps, 30 min, 2M tokens]"}
+    asked = {"role": "user", "content": "[budget left: 30 of 30 steps, 30 min, 2M tokens]\n\nnext"}
     assert sent[1:] == [*history, asked]  # no second context
     assert [e.run_index for e in sink.of(ev.RunStarted)] == [2, 3]
     last = scripted_model.requests[1]["messages"][-1]
-    assert last["role"] == "user" and last["content"].startswith("and then\n\n[budget left: ")
+    assert last["role"] == "user" and last["content"].startswith("[budget left: ")
+    assert last["content"].endswith("]\n\nand then")
 
 
 class NoWrites:
