@@ -6,7 +6,9 @@ Prints one table per measure, all from one run in this process:
 - the share of each request that repeats the previous request as a prefix, which is what a
   provider's prompt cache can reuse (target: >= 90 %);
 - the loop's own time per step: model answer received -> tool result ready, minus the
-  sandbox's execute time (target: <= 2 ms p50), without and with the notebook recorder.
+  sandbox's execute time (target: <= 2 ms p50), without and with the notebook recorder;
+- the bytes one image step adds to the request for a model that sees (a cell showing one
+  matplotlib figure, and one showing three at 1600 px; target: <= 200 KB).
 
     python bench/context.py [--result-chars N]
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import statistics
 import sys
@@ -84,6 +87,29 @@ async def session(
         return list(srv.requests), collect, recorder
 
 
+PLOTS = (
+    "import matplotlib.pyplot as plt\nimport numpy as np\nnp.random.seed(0)\n"
+    "plt.figure(figsize=(8, 4))\nplt.plot(np.random.randn(500).cumsum()); plt.show()",
+    "import matplotlib.pyplot as plt\nimport numpy as np\nfor i in range(3):\n"
+    "    plt.figure(figsize=(16, 8))\n    plt.scatter(*np.random.randn(2, 3000), s=4)\n"
+    "    plt.show()",
+)
+
+
+async def image_steps(workdir: Path) -> list[int]:
+    """Bytes each image step adds to the next request, with sight on."""
+    turns = [tool_calls(("run_cell", {"code": code})) for code in PLOTS]
+    with ScriptedModelServer([*turns, text("done")]) as srv:
+        model = OpenAIChatModel("bench-vision", srv.url, "bench-key")
+        async with Sandbox(workdir=workdir, limits=SandboxLimits(cell_timeout=60)) as sandbox:
+            tools = ToolBox(sandbox, sandbox.workdir, vision=True)
+            loop = build_agent(model, sandbox, [Collect()], AgentConfig(), tools=tools)
+            await loop.run("plot")
+        await model.aclose()
+        sizes = [len(prompt_bytes(body)) for body in srv.requests]
+    return [after - before for before, after in itertools.pairwise(sizes)]
+
+
 def full_text(outputs: list[dict]) -> str:
     """What a naive agent would paste into the conversation: every output, in full."""
     parts = []
@@ -134,6 +160,7 @@ async def main() -> None:
             recorder.save()
             saves.append((time.perf_counter() - start) * 1000)
         notebook_kb = recorder.path.stat().st_size / 1024
+        one_plot, three_plots = await image_steps(Path(tmp))
     full = {
         e.tool_call_id: full_text(e.outputs)
         for e in collect.events
@@ -176,6 +203,10 @@ async def main() -> None:
         values = overheads(sink)
         p50_p95 = f"{statistics.median(values):.2f} / {pct(values, 0.95):.2f}"
         rows.append((f"{label}, p50 / p95 ms", p50_p95, "<= 2 ms p50"))
+    rows.append(("an image step adds: one figure", f"{one_plot / 1000:,.0f} KB", "<= 200 KB"))
+    rows.append(
+        ("an image step adds: three 1600 px figures", f"{three_plots / 1000:,.0f} KB", "<= 200 KB")
+    )
     rows.append(
         (
             f"recorder: one save of the final notebook ({notebook_kb:,.0f} KB), p50 / p95 ms",

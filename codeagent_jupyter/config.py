@@ -7,6 +7,7 @@ session notebook can all describe the same knob the same way.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -121,22 +122,120 @@ class SandboxLimits:
         return SandboxLimits(**values)
 
 
-DEFAULT_SYSTEM_PROMPT = """\
+_PROMPT_HEAD = """\
 You are codeagent, a careful data-science assistant working inside a Jupyter sandbox.
 You solve the user's request by writing and running Python in a persistent IPython kernel.
-
-How to work:
-- For anything beyond a one-liner, first call update_plan with a short list of steps, and
-  update step statuses as you go.
-- Run code with run_cell. Variables, imports and files persist between cells. Keep cells
-  small and focused so the user can accept them one by one into their notebook.
-- Read tracebacks carefully; when a cell fails, fix the cause and run the corrected cell.
-- Use read_file / write_file / list_files / search_files for files in the workspace, and
-  run_command for shell commands. The sandbox has no network access unless told otherwise.
-- A package is missing: if install_packages is offered, use it (pip in the sandbox cannot).
-- Plots: use matplotlib and call plt.show(); the user sees the image.
-- When done, reply without any tool call: a brief answer that states the result.
 """
+
+_PROMPT_LINES: tuple[tuple[str, str], ...] = (
+    (
+        "run_cell",
+        "Run code with run_cell. Variables, imports and files persist between cells. Keep "
+        "cells small and focused so the user can accept them one by one into their notebook. "
+        "Each result says how long the cell ran.",
+    ),
+    (
+        "run_command",
+        "run_command runs shell commands in the same sandbox; python, python3 and pip there "
+        "are the kernel's own environment. There is no network unless told otherwise.",
+    ),
+    ("install_packages", "{install_packages}"),
+    (
+        "read_file",
+        "Read files with read_file: a file that is not UTF-8 comes back decoded in its "
+        "detected encoding, which the result names (use that encoding in your own code too).",
+    ),
+    (
+        "edit_file",
+        "Change existing files with edit_file (an exact old_string -> new_string "
+        "replacement) rather than rewriting them with write_file.",
+    ),
+    ("list_files", "list_files and search_files show what is in the workspace."),
+    (
+        "update_plan",
+        "update_plan shows the user a checklist; use it when the work has several steps "
+        "worth tracking, skip it otherwise.",
+    ),
+    (
+        "edit_cell",
+        "edit_cell proposes a change to one of the user's own notebook cells; they accept or "
+        "reject it.",
+    ),
+    (
+        "delegate",
+        "delegate hands independent sub-tasks to helper agents that work in parallel.",
+    ),
+)
+
+_SEEING = (
+    "Images: the plots and images a cell displays are shown to you after the tool results "
+    "(a few per step, scaled to at most 1024 px), and view_image shows an image file of the "
+    "workspace. The user sees them too."
+)
+_BLIND = (
+    "Images: you do not receive images. A plot reaches you as a placeholder such as "
+    "[image/png 640x480] while the user sees it; check a chart from its data (the values "
+    "plotted, axis limits, series lengths), not by looking."
+)
+_PROMPT_TAIL = """\
+Tracebacks show the cell's own frames and the last library frame (environment paths as
+<env>); repeated warnings are shown once with a count; output cut short says so. Read them
+carefully; when a cell fails, fix the cause and run the corrected cell.
+The budget you have left (steps, time, tokens) comes with the request and after each
+step's results: plan how much to do per step, and answer before it runs out.
+When done, reply without any tool call: a brief answer that states the result.
+"""
+
+INSTALL_PROMPT = (
+    "install_packages installs missing packages for the kernel (fetched outside the "
+    "sandbox, under the administrator's policy); pip inside the sandbox cannot reach the "
+    "network."
+)
+"""The prompt's sentence about ``install_packages``, used only when the tool is offered."""
+
+
+def system_prompt(tools: set[str] | frozenset[str]) -> str:
+    """The system message for a session offering ``tools``: what the agent can really do,
+    and what the model really receives (images only when ``view_image`` is offered, which
+    a seeing model is). Depends on the tool names alone, so it is byte-identical across
+    steps, runs and resumes of a session."""
+    lines = [
+        text.format(install_packages=INSTALL_PROMPT)
+        for name, text in _PROMPT_LINES
+        if name in tools
+    ]
+    lines.append(_SEEING if "view_image" in tools else _BLIND)
+    body = "\n".join(f"- {line}" for line in lines)
+    return f"{_PROMPT_HEAD}\nHow to work:\n{body}\n{_PROMPT_TAIL}"
+
+
+VISION_MODES = ("auto", "on", "off")
+
+SEEING_MODELS = re.compile(
+    r"gpt-4o|gpt-4\.1|gpt-4\.5|gpt-4-turbo|gpt-4-vision|gpt-5|chatgpt-4o|(?:^|[/:_-])o[134]\b"
+    r"|claude|gemini|gemma-?3|qwen[\w.]*-?vl|qvq|llava|pixtral|mistral-(?:small|medium)-3"
+    r"|llama-?3\.2-\d+b-vision|llama-?4|minicpm-v|internvl|phi-?4-multimodal|phi-3\.5-vision"
+    r"|molmo|idefics|smolvlm|moondream|grok-(?:2-vision|4)|-vision\b|\bvl\b",
+    re.I,
+)
+"""Model names ``vision = "auto"`` takes to see images; any other is sent none."""
+
+
+def sees(mode: str, model_name: str) -> bool:
+    """Whether images go to ``model_name`` under ``mode`` (``auto``: by the model's name)."""
+    if mode == "on":
+        return True
+    if mode == "off":
+        return False
+    return bool(SEEING_MODELS.search(model_name or ""))
+
+
+DEFAULT_TOOLS = frozenset(
+    {"run_cell", "run_command", "read_file", "write_file", "edit_file", "list_files"}
+    | {"search_files", "update_plan"}
+)
+DEFAULT_SYSTEM_PROMPT = system_prompt(DEFAULT_TOOLS)
+"""The system message for the standard tools, without sight."""
 
 
 @dataclass(frozen=True)
@@ -163,7 +262,15 @@ class AgentConfig:
         "keeps the real outputs.",
     )
     system_prompt: str = _setting(
-        DEFAULT_SYSTEM_PROMPT, "System message; kept byte-identical across steps for caching."
+        "",
+        "System message; empty: the one written for the offered tools (``system_prompt``). "
+        "Kept byte-identical across steps for caching.",
+    )
+    vision: str = _setting(
+        "auto",
+        "Whether the model is shown images (plots a cell displays, view_image): on, off, or "
+        "auto (on for model names known to see: gpt-4o, gpt-4.1, claude, gemini, qwen-vl, "
+        "llava, pixtral, …).",
     )
     approval: dict[str, str] = field(
         default_factory=dict,
@@ -177,6 +284,16 @@ class AgentConfig:
     @classmethod
     def help(cls, name: str) -> str:
         return _help(cls, name)
+
+    def __post_init__(self) -> None:
+        if self.vision not in VISION_MODES:
+            raise ValueError(
+                f"vision must be one of {', '.join(VISION_MODES)}, got {self.vision!r}"
+            )
+
+    def sees(self, model_name: str) -> bool:
+        """Whether this run shows ``model_name`` images (``vision``)."""
+        return sees(self.vision, model_name)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

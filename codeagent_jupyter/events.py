@@ -43,7 +43,7 @@ the user or a hook (``denied``)."""
 KERNEL_TOOLS = ("run_cell", "run_command")
 """Tools that run code in the sandbox kernel: each call is a code cell (the ones a user
 accepts into a notebook)."""
-WORKSPACE_WRITERS = frozenset({*KERNEL_TOOLS, "write_file"})
+WORKSPACE_WRITERS = frozenset({*KERNEL_TOOLS, "write_file", "edit_file"})
 """Tools whose call may change the workspace: recorded as code cells (``write_file`` as
 ``%%writefile``) so a re-run recreates their effects, and snapshotted after."""
 EDIT_TOOL = "edit_cell"
@@ -209,7 +209,8 @@ class ToolCallFinished(Event):
     duration_s: float = 0.0
     note: str = ""
     edit: dict[str, Any] | None = None
-    """``edit_cell``'s proposal: ``{cell_id, old_source, new_source, reason, diff}``."""
+    """``edit_cell``'s proposal: ``{cell_id, old_source, new_source, reason, diff}``;
+    ``edit_file``'s change: ``{path, diff, replacements, old_string, new_string}``."""
     packages: list[dict[str, Any]] | None = None
     """``install_packages``' wheels: ``[{name, version, sha256, size_bytes, index, …}]``."""
 

@@ -14,7 +14,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ..config import AgentConfig, ModelSettings, SandboxLimits
+from ..config import VISION_MODES, AgentConfig, ModelSettings, SandboxLimits
 from ..errors import ConfigError
 
 Flags = Any
@@ -70,6 +70,17 @@ def _lower(f: Any) -> str:
     return text[:1].lower() + text[1:]
 
 
+def add_vision(parser: Flags) -> None:
+    """``--vision auto|on|off``: whether images reach the model (``AgentConfig.vision``)."""
+    text = AgentConfig.help("vision").rstrip(".")
+    parser.add_argument(
+        "--vision",
+        choices=VISION_MODES,
+        default=AgentConfig.vision,
+        help=f"{text[:1].lower()}{text[1:]} (default: {AgentConfig.vision})",
+    )
+
+
 def add_max_steps(parser: Flags) -> None:
     parser.add_argument(
         "--max-steps",
@@ -104,6 +115,7 @@ def add_run_parser(sub: Any) -> None:
         "--notebook", type=Path, help="your notebook, given to the model as context"
     )
     add_max_steps(session)
+    add_vision(session)
     add_hooks(session)
     add_delegate(session)
     add_install(session)

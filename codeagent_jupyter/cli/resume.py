@@ -27,6 +27,7 @@ from .args import (
     add_limits,
     add_max_steps,
     add_model_flags,
+    add_vision,
     positive_int,
 )
 
@@ -79,6 +80,7 @@ def add_parser(sub: Any) -> None:
         ".codeagent/sessions/ID.ipynb in the workspace)",
     )
     add_max_steps(session)
+    add_vision(session)
     add_hooks(session)
     add_delegate(session)
     add_install(session)

@@ -89,8 +89,8 @@ def build_cli_agent(
     from ..core.assembly import build_agent
     from ..tools import ToolBox
 
-    config = AgentConfig(max_steps=s.args.max_steps)
-    tools: list[Any] = [ToolBox(sandbox, s.workdir)]
+    config = AgentConfig(max_steps=s.args.max_steps, vision=s.args.vision)
+    tools: list[Any] = [ToolBox(sandbox, s.workdir, vision=config.sees(model.name))]
     if s.args.delegate > 0:
         tools.append(_helper_tool(s, model, earlier))
     install = s.install if s.install is not None else install_tool(s.args, sandbox)

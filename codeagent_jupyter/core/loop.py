@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import events as ev
-from ..config import AgentConfig
+from ..config import AgentConfig, system_prompt
 from ..errors import ModelError, ReplayError
+from .budget import bounded, budget_line, images_message
 from .bus import EventBus
 from .ports import EventSink, Model, SandboxPort, ToolHooks
 from .runner import Approver, ToolRunner
@@ -60,8 +61,9 @@ class AgentLoop:
         self.bus = bus if isinstance(bus, EventBus) else EventBus([s.emit for s in bus], keep=False)
         self.config = config or AgentConfig()
         self.context = context
+        prompt = self.config.system_prompt or system_prompt(self.tools.names)
         self.messages: list[dict[str, Any]] = [
-            {"role": "system", "content": self.config.system_prompt},
+            {"role": "system", "content": prompt},
             *(dict(m) for m in history),
         ]
         self.usage = Totals()
@@ -70,6 +72,9 @@ class AgentLoop:
         """Runs before this one (0: the next run is the session's first)."""
         self._schemas = self.tools.schemas()
         self._steps_taken = 0
+        self._started = 0.0
+        self._images: list[dict[str, Any]] = []
+        """``image_url`` parts of the current step's tool results, for a seeing model."""
         self.stop = StopSignal(sandbox.interrupt if sandbox is not None else None)
         self.runner = ToolRunner(
             self.tools,
@@ -101,15 +106,16 @@ class AgentLoop:
             raise RuntimeError("a run is already in progress")
         self.running = True
         self.stop.reset()
-        started = time.monotonic()
+        started = self._started = time.monotonic()
         wall = self.config.max_wall_s
         deadline = asyncio.get_running_loop().call_later(
             wall, self.stop.request, ev.MAX_WALL_TIME, f"wall-time budget of {wall:g} s used up"
         )
         first = self.run_index == 0 and self.context
         content = f"{self.context}\n\n## Request\n{prompt}" if first else prompt
-        self.messages.append({"role": "user", "content": content})
         self._steps_taken = 0
+        content = f"{budget_line(self.config, 0, 0.0, self.usage.total)}\n\n{content}"
+        self.messages.append({"role": "user", "content": content})
         try:
             head = await self._head_start()
         except BaseException:
@@ -214,6 +220,7 @@ class AgentLoop:
                         self._tool_message(str(unrun.get("id", "")), "Not run: stopped.")
                     raise
                 malformed = 0 if ok else malformed + 1
+            self._close_step()
             if malformed >= cfg.max_malformed:
                 raise RunStopped(
                     ev.MALFORMED, f"{malformed} malformed tool calls in a row; giving up"
@@ -244,6 +251,18 @@ class AgentLoop:
         self.bus.publish(ev.AssistantMessage, step=step, message=message)
         return message
 
+    def _close_step(self) -> None:
+        """After a step's tool results: the budget left, on its last tool message (not yet
+        sent, so no request's prefix changes), then the images for a seeing model."""
+        elapsed = time.monotonic() - self._started
+        line = budget_line(self.config, self._steps_taken, elapsed, self.usage.total)
+        last = self.messages[-1]
+        last["content"] = f"{last['content']}\n{line}"
+        images, self._images = self._images, []
+        message = images_message(bounded(images), len(images))
+        if message is not None:
+            self.messages.append(message)
+
     def _tool_message(self, call_id: str, content: str) -> None:
         self.messages.append({"role": "tool", "tool_call_id": call_id, "content": content})
 
@@ -265,6 +284,7 @@ class AgentLoop:
         if outcome.plan is not None:
             self.bus.publish(ev.PlanUpdated, steps=outcome.plan)
         self._tool_message(call_id, outcome.text)
+        self._images.extend(outcome.images)
         finished = ev.ToolCallFinished.from_outcome
         self.bus.deliver(finished(outcome, step=step, tool_call_id=call_id, name=name))
         if outcome.over_budget is not None:  # the workspace is over its disk budget

@@ -13,7 +13,8 @@ from typing import Any
 
 from ..events import ToolStatus
 from ..util.disk_budget import OverBudget
-from ..util.textbounds import head_tail
+from ..util.modeltext import clean_model_text
+from ..util.textbounds import head_tail, render_outputs
 from .ports import ExecResult
 
 DENIED_TEXT = (
@@ -42,7 +43,12 @@ class ToolOutcome:
     plan: list[dict[str, str]] | None = None
     """The plan, for ``update_plan``; published as ``PlanUpdated``."""
     edit: dict[str, Any] | None = None
-    """For ``edit_cell``: ``{cell_id, old_source, new_source, reason, diff}``."""
+    """For ``edit_cell``: ``{cell_id, old_source, new_source, reason, diff}``; for
+    ``edit_file``: ``{path, diff, replacements, old_string, new_string}``."""
+    images: list[dict[str, Any]] = field(default_factory=list)
+    """``image_url`` parts for a model that sees (bounded by the tool): the loop sends them
+    in a user message after the step's tool results (not an event field: the outputs hold
+    the images)."""
     packages: list[dict[str, Any]] | None = None
     """For ``install_packages``: each wheel installed (name, version, sha256, size, index)."""
     over_budget: OverBudget | None = None
@@ -63,19 +69,24 @@ class ToolOutcome:
         return cls("error", text)
 
     @classmethod
-    def of_execution(cls, res: ExecResult, code: str, limit: int) -> ToolOutcome:
-        """An execution's outcome, its model text the outputs' rendering (``res.text``)
-        within ``limit`` characters.
+    def of_execution(
+        cls, res: ExecResult, code: str, limit: int, *, image_hint: str = ""
+    ) -> ToolOutcome:
+        """An execution's outcome, its model text rendered from the outputs (not ``res.text``,
+        which the sandbox bounds for its own callers) within ``limit`` characters;
+        ``image_hint`` follows each image's placeholder (shown below, or what to do instead).
 
-        A failed cell starts with ``[cell status: …. note]``; a cell that succeeded with a
-        note ends with ``[note]``: the note appears once either way.
+        A failed cell starts with ``[cell status: …, after 1.2 s. note]``; a cell that
+        succeeded ends with ``[ran 1.2 s. note]``: the note appears once either way.
         """
-        body = head_tail(res.text, limit) or "(no output)"
+        body = render_outputs(res.outputs, image_hint=image_hint)
+        body = head_tail(clean_model_text(body), limit) or "(no output)"
+        took = _seconds(res.duration_s)
+        note = f". {res.note}" if res.note else ""
         if res.status != "ok":
-            note = f" {res.note}" if res.note else ""
-            text = f"[cell status: {res.status}.{note}]\n{body}"
+            text = f"[cell status: {res.status}, after {took}{note}]\n{body}"
         else:
-            text = f"{body}\n[{res.note}]" if res.note else body
+            text = f"{body}\n[ran {took}{note}]"
         return cls(
             status=res.status,
             text=text,
@@ -86,3 +97,10 @@ class ToolOutcome:
             note=res.note,
             over_budget=res.over_budget,
         )
+
+
+def _seconds(value: float) -> str:
+    """``0.03 s``, ``1.2 s``, ``75 s``: how long a cell ran, as the model is told."""
+    if value < 0.1:
+        return f"{value:.2f} s"
+    return f"{value:.1f} s" if value < 10 else f"{value:.0f} s"

@@ -14,7 +14,7 @@ from typing import Any
 
 import nbformat
 
-from ..events import NOT_RUN, WORKSPACE_WRITERS
+from ..events import KERNEL_TOOLS, NOT_RUN, WORKSPACE_WRITERS
 from ..timeline.state import command_source
 
 OUTPUT_CAP = 2_000_000
@@ -24,7 +24,7 @@ OUTPUT_CAP = 2_000_000
 def cell_source(name: str, status: str, code: str | None, args: dict[str, Any]) -> str | None:
     """The source of the code cell a tool call becomes, or None when it becomes a note (not
     a code tool, a call that did not run, a ``write_file`` that failed)."""
-    ran = status == "ok" or (name != "write_file" and status not in NOT_RUN)
+    ran = status == "ok" or (name in KERNEL_TOOLS and status not in NOT_RUN)
     if name not in WORKSPACE_WRITERS or not ran:
         return None
     return _source_for(name, code, args)
@@ -36,6 +36,8 @@ def _source_for(name: str, code: str | None, args: dict[str, Any]) -> str | None
     if name == "run_command":
         command = code if code is not None else args.get("command")
         return command_source(command) if isinstance(command, str) else None
+    if name == "edit_file":
+        return edit_source(args)
     path, content = args.get("path"), args.get("content")
     if isinstance(path, str) and isinstance(content, str) and "\n" not in path:
         return f"%%writefile {shlex.quote(path)}\n{content}"
@@ -101,3 +103,20 @@ def _short(value: Any, limit: int = 60) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def edit_source(args: dict[str, Any]) -> str | None:
+    """A notebook cell that makes the same edit again (the session notebook's record of an
+    ``edit_file`` call: re-running a session re-applies it), or None for odd arguments."""
+    path, old, new = args.get("path"), args.get("old_string"), args.get("new_string")
+    if not all(isinstance(v, str) for v in (path, old, new)) or "\n" in str(path):
+        return None
+    count = "" if args.get("replace_all") else ", 1"
+    return (
+        f"# edit_file {path}\n"
+        "import pathlib as _pathlib\n"
+        f"_path = _pathlib.Path({path!r})\n"
+        f"_text = _path.read_bytes().decode().replace({old!r}, {new!r}{count})\n"
+        "_path.write_bytes(_text.encode())\n"
+        "del _path, _pathlib, _text"
+    )

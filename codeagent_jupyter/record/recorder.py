@@ -197,6 +197,8 @@ class NotebookRecorder:
         if e.name == ev.PLAN_TOOL and e.status == "ok":
             return None  # the plan_updated cell shows it
         source = cell_source(e.name, e.status, e.code, args)
+        if e.name == "edit_file" and e.edit:
+            meta["diff"] = e.edit.get("diff", "")
         if source is None:
             text = tool_note(e.name, e.status, args, raw, e.result)
             return self._add(new_markdown_cell(text), kind="tool", step=e.step, **meta)

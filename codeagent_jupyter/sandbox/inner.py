@@ -20,6 +20,7 @@ from typing import Any
 from ..config import SandboxLimits
 from . import overlay, tracebacks
 from .cpu import THREAD_VARIABLES, CPUBudget, pool_threads
+from .interpreter import prefer_kernel_python
 from .isolation import ENFORCEMENT_ENV, INNER_ENV, LIMITS_ENV, WORKDIR_ENV
 from .mpl_cache import copy_font_list
 from .paths import PRIVATE_DIR_PREFIX
@@ -112,6 +113,7 @@ def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
         HOME=str(scratch / "home"),
         MPLBACKEND="module://matplotlib_inline.backend_inline",
     )
+    prefer_kernel_python(os.environ, scratch)
     threads = str(pool_threads(limits.max_processes, limits.memory_mb))
     for name in THREAD_VARIABLES:  # an operator's own setting passes the allow-list and wins
         os.environ.setdefault(name, threads)

@@ -58,7 +58,8 @@ def build_session_agent(
         extra["price"] = {k: float(price.get(k, 0)) for k in ("input", "output")}
     config.extra_context.update(extra)
     snapshot_sink(manager, session, recorder, workdir)
-    tools: list[Any] = [ToolBox(sandbox, workdir, notebook_cells=notebook_cells)]
+    vision = config.sees(model.name)
+    tools: list[Any] = [ToolBox(sandbox, workdir, notebook_cells=notebook_cells, vision=vision)]
     helpers = helper_tool(
         manager, session, model, workdir=workdir, limits=limits, recorder=recorder
     )

@@ -15,19 +15,21 @@ from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Dict, Enum, Float, Int, List, Type, Unicode, validate
 from traitlets.config import Configurable
 
-from ..config import AgentConfig, ModelSettings, SandboxLimits
+from ..config import VISION_MODES, AgentConfig, ModelSettings, SandboxLimits
 from ..errors import ConfigError
 from ..packages.policy import PackagePolicy
 from ..sandbox.backend import BACKENDS, SETTINGS_HELP, SandboxBackend, make_backend
 
 APPROVAL_POLICIES = ("auto", "ask")
-AGENT_TRAITS = ("max_steps", "max_wall_s", "max_tokens", "result_chars", "approval")
+AGENT_TRAITS = ("max_steps", "max_wall_s", "max_tokens", "result_chars", "approval", "vision")
 """``AgentConfig`` fields an administrator sets as ``c.CodeAgent.<name>``."""
 
 
 def _agent_trait(name: str, more_help: str = "") -> Any:
     """The trait of an ``AgentConfig`` field: its type, default and help come from there."""
     default = getattr(AgentConfig(), name)
+    if name == "vision":
+        return Enum(VISION_MODES, default, config=True, help=AgentConfig.help(name) + more_help)
     kind = {int: Int, float: Float, dict: Dict}[type(default)]
     return kind(default, config=True, help=AgentConfig.help(name) + more_help)
 
@@ -201,6 +203,7 @@ class CodeAgent(Configurable):
         "behind the server's auth; one sandbox per MCP session) when the mcp package is "
         "installed.",
     )
+    vision = _agent_trait("vision")
     model_timeout = _model_trait("timeout")
     model_max_retries = _model_trait("max_retries")
     max_output_tokens = _model_trait("max_output_tokens")

@@ -198,7 +198,9 @@ def _tool_call_finished(s: SessionState, e: ev.ToolCallFinished) -> SessionState
         s, index = replace(s, items=(*s.items, item)), len(s.items)
     current = s.items[index]
     assert isinstance(current, ToolItem)
-    return _put(s, index, replace(current, status=e.status or "ok", result=e.result))
+    diff = str((e.edit or {}).get("diff", "")) if e.name == "edit_file" else ""
+    done = replace(current, status=e.status or "ok", result=e.result, diff=diff)
+    return _put(s, index, done)
 
 
 def _helper_event(s: SessionState, e: ev.HelperEvent) -> SessionState:

@@ -108,6 +108,8 @@ class ToolItem:
     arguments: Any
     status: str = RUNNING
     result: str = ""
+    diff: str = ""
+    """For ``edit_file``: the unified diff of the change."""
     helpers: tuple[HelperGroup, ...] = ()
     """A ``delegate`` call's helpers, each with the state its own events fold to."""
 

@@ -226,7 +226,8 @@ class HelperTool:
             recording = self.record(label)
             forward = _forward(ctx, label, task)
             bus = EventBus([recording.emit, forward], keep=False)
-            tools = ToolBox(sandbox, Path(sandbox.workdir))
+            vision = config.sees(getattr(self.model, "name", ""))
+            tools = ToolBox(sandbox, Path(sandbox.workdir), vision=vision)
             loop = build_agent(self.model, sandbox, bus, config, tools=tools, hooks=ctx.hooks)
             try:
                 finished = await loop.run(task)

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..errors import ToolArgumentError, ToolError
 from ..util.confined import ConfinementError, Entry, TooLargeError, Workspace, kind
 from ..util.disk_budget import DiskBudgetError, check_room
+from . import decoding
 
 MAX_READ_BYTES = 20_000_000
 MAX_WRITE_BYTES = 5_000_000
@@ -61,8 +62,16 @@ def _needs_path(tool: str, path: str) -> None:
         )
 
 
-def read_file(ws: Workspace, path: str, start: int | None, end: int | None, budget: int) -> str:
-    """Numbered lines ``start..end`` (1-based, inclusive), stopping before ``budget`` chars."""
+def read_file(
+    ws: Workspace,
+    path: str,
+    start: int | None,
+    end: int | None,
+    budget: int,
+    encoding: str | None = None,
+) -> str:
+    """Numbered lines ``start..end`` (1-based, inclusive), stopping before ``budget`` chars;
+    decoded as ``decoding.decode`` says (a line names any encoding but UTF-8)."""
     _needs_path("read_file", path)
     try:
         data = ws.read_bytes(path, MAX_READ_BYTES)
@@ -74,9 +83,10 @@ def read_file(ws: Workspace, path: str, start: int | None, end: int | None, budg
         raise ToolError(
             f"{path} is too big to read ({e.size} bytes); inspect it with run_cell"
         ) from None
-    if _is_binary(data):
-        raise ToolError(f"{path} is a binary file ({len(data)} bytes); inspect it with run_cell")
-    lines = data.decode("utf-8", errors="replace").splitlines()
+    if encoding is None and decoding.is_binary(data):
+        raise ToolError(decoding.describe_binary(path, data, len(data)))
+    decoded = decoding.decode(data, encoding)
+    lines = decoded.text.splitlines()
     total = len(lines)
     first = start or 1
     last = min(end or total, total)
@@ -84,6 +94,8 @@ def read_file(ws: Workspace, path: str, start: int | None, end: int | None, budg
         raise ToolArgumentError("end_line must be >= start_line")
     if total == 0:
         return f"{path} is empty"
+    if decoded.note:
+        budget -= len(decoded.note) + 1
     if first > total:
         raise ToolError(f"start_line {first} is past the end of {path} ({total} lines)")
     width = len(str(last))
@@ -105,7 +117,7 @@ def read_file(ws: Workspace, path: str, start: int | None, end: int | None, budg
             f"[showing lines {first}-{shown_to} of {total}; "
             f"call read_file with start_line={shown_to + 1} for more]"
         )
-    return "\n".join(out)
+    return "\n".join([decoded.note, *out] if decoded.note else out)
 
 
 def write_file(ws: Workspace, path: str, content: str, budget_mb: int | None = None) -> str:

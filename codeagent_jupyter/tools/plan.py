@@ -21,10 +21,5 @@ def normalise(steps: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 
 def summary(plan: list[dict[str, str]]) -> str:
-    counts = {s: sum(1 for p in plan if p["status"] == s) for s in STATUSES}
-    current = next((p["step"] for p in plan if p["status"] == "in_progress"), None)
-    text = (
-        f"Plan updated: {counts['done']} done, {counts['in_progress']} in progress, "
-        f"{counts['pending']} pending."
-    )
-    return text + (f" Current step: {current}" if current else "")
+    """What the model is told: nothing it did not just send (the user sees the plan)."""
+    return "ok"

@@ -21,7 +21,7 @@ from ..util.confined import ConfinementError, Workspace
 from ..util.textbounds import head_tail
 from . import cells as kernel
 from . import edit_cell as edit
-from . import files, plan
+from . import edit_file, files, plan, view
 from ._schema import Tool, check, obj
 
 _PATH = {"type": "string", "description": "Path relative to the workspace root."}
@@ -31,7 +31,8 @@ class ToolBox:
     """The standard tools bound to one sandbox and one workspace directory: a ``Toolset``.
 
     ``sandbox`` may still be starting (``core.starting.StartingSandbox``): a cell waits
-    for it, the file tools do not need it.
+    for it, the file tools do not need it. With ``vision`` (a model that sees) the images
+    a cell displays travel on its outcome and ``view_image`` is offered.
     """
 
     def __init__(
@@ -42,12 +43,15 @@ class ToolBox:
         result_chars: int = AgentConfig.result_chars,
         enabled: Iterable[str] | None = None,
         notebook_cells: dict[str, str] | None = None,
+        vision: bool = False,
     ) -> None:
         self.sandbox = sandbox
         self.root = Path(workdir).resolve()
         self.result_chars = result_chars
         self.notebook_cells = notebook_cells or {}
+        self.vision = vision
         tools = _definitions() + ([EDIT_CELL] if self.notebook_cells else [])
+        tools += [VIEW_IMAGE] if vision else []
         if enabled is not None:
             wanted = list(enabled)
             unknown = sorted(set(wanted) - {t.name for t in tools})
@@ -102,8 +106,12 @@ class ToolBox:
     async def _in_thread(self, limit: int, fn: Any, *args: Any) -> ToolOutcome:
         """Run a file tool confined to the workspace, on the file tools' own bounded pool;
         its text bounded to ``limit`` characters."""
+        return ToolOutcome(text=head_tail(await self.confined(fn, *args), limit))
+
+    async def confined(self, fn: Any, *args: Any) -> Any:
+        """``fn(workspace, *args)`` on the file tools' pool, its failures as ``ToolError``."""
         try:
-            text = await files.run(fn, Workspace(self.root), *args, timeout=self.file_timeout_s)
+            return await files.run(fn, Workspace(self.root), *args, timeout=self.file_timeout_s)
         except TimeoutError:
             raise ToolError(
                 f"{fn.__name__} took longer than {self.file_timeout_s:g} s and was stopped; "
@@ -113,18 +121,33 @@ class ToolBox:
             raise ToolError(str(e)) from None
         except OSError as e:  # permissions, disk full, name too long...
             raise ToolError(f"{fn.__name__} failed: {e.strerror or e}") from None
-        return ToolOutcome(text=head_tail(text, limit))
+
+    @property
+    def disk_mb(self) -> int | None:
+        """The workspace's disk budget (the sandbox's), which writes are checked against."""
+        return getattr(getattr(self.sandbox, "limits", None), "disk_mb", None)
 
     # Each handler gets the call's arguments, ``on_output`` (live outputs) and ``limit`` (the
     # characters of its result the model may see: the run's ``AgentConfig.result_chars``).
 
     async def _run_cell(self, *, code: str, on_output: Any, limit: int) -> ToolOutcome:
         res = await kernel.run_cell(self.sandbox, code, on_output)
-        return ToolOutcome.of_execution(res, code, limit)
+        return self._of_execution(res, code, limit)
 
     async def _run_command(self, *, command: str, on_output: Any, limit: int) -> ToolOutcome:
         res = await kernel.run_command(self.sandbox, command, on_output)
-        return ToolOutcome.of_execution(res, command, limit)
+        return self._of_execution(res, command, limit)
+
+    def _of_execution(self, res: Any, code: str, limit: int) -> ToolOutcome:
+        """The outcome of a cell or command; a seeing model gets its images too."""
+        hint = view.SHOWN_HINT if self.vision else view.BLIND_HINT
+        outcome = ToolOutcome.of_execution(res, code, limit, image_hint=hint)
+        if self.vision:
+            outcome.images, total = view.images_of(res.outputs)
+            if total > len(outcome.images):
+                shown = f"only the first {len(outcome.images)} of {total} images are shown to you"
+                outcome.text += f"\n[{shown}]"
+        return outcome
 
     async def _read_file(
         self,
@@ -132,16 +155,18 @@ class ToolBox:
         path: str,
         start_line: int | None = None,
         end_line: int | None = None,
+        encoding: str | None = None,
         on_output: Any,
         limit: int,
     ) -> ToolOutcome:
-        return await self._in_thread(limit, files.read_file, path, start_line, end_line, limit)
+        return await self._in_thread(
+            limit, files.read_file, path, start_line, end_line, limit, encoding
+        )
 
     async def _write_file(
         self, *, path: str, content: str, on_output: Any, limit: int
     ) -> ToolOutcome:
-        budget = getattr(getattr(self.sandbox, "limits", None), "disk_mb", None)
-        return await self._in_thread(limit, files.write_file, path, content, budget)
+        return await self._in_thread(limit, files.write_file, path, content, self.disk_mb)
 
     async def _list_files(self, *, path: str = ".", on_output: Any, limit: int) -> ToolOutcome:
         return await self._in_thread(limit, files.list_files, path, limit, self.file_timeout_s)
@@ -167,6 +192,8 @@ class ToolBox:
         steps_ = plan.normalise(steps)
         return ToolOutcome(text=plan.summary(steps_), plan=steps_)
 
+    _edit_file = edit_file.handle
+
 
 def _definitions() -> list[Tool]:
     """Every tool, in the order the model sees them."""
@@ -175,8 +202,8 @@ def _definitions() -> list[Tool]:
             "run_cell",
             "Run Python code in the persistent IPython kernel (a Jupyter cell). Variables, "
             "imports and files persist between calls; the working directory is the workspace. "
-            "Returns printed output, the value of the last expression, and the traceback if "
-            "it fails. Plots shown with plt.show() reach the user as images.",
+            "Returns printed output, the value of the last expression, the traceback if it "
+            "fails, and how long it ran. Plots shown with plt.show() reach the user as images.",
             obj(["code"], code={"type": "string", "description": "Python source of the cell."}),
             ToolBox._run_cell,
         ),
@@ -192,12 +219,19 @@ def _definitions() -> list[Tool]:
         Tool(
             "read_file",
             "Read a text file from the workspace, with line numbers. Long files are shown in "
-            "parts: pass start_line/end_line (1-based, inclusive) to read a range.",
+            "parts: pass start_line/end_line (1-based, inclusive) to read a range. A file that "
+            "is not UTF-8 is decoded in its detected encoding, which the result names; pass "
+            "encoding to choose. Binary files are described, not shown.",
             obj(
                 ["path"],
                 path=_PATH,
                 start_line={"type": "integer", "minimum": 1, "description": "First line."},
                 end_line={"type": "integer", "minimum": 1, "description": "Last line."},
+                encoding={
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Decode as this encoding (e.g. latin-1, cp1252, utf-16).",
+                },
             ),
             ToolBox._read_file,
         ),
@@ -212,6 +246,7 @@ def _definitions() -> list[Tool]:
             ),
             ToolBox._write_file,
         ),
+        edit_file.TOOL,
         Tool(
             "list_files",
             "List files and directories under a workspace path, recursively (directories end "
@@ -232,9 +267,9 @@ def _definitions() -> list[Tool]:
         ),
         Tool(
             "update_plan",
-            "Record or revise your plan as a short checklist the user sees. Call it before "
-            "multi-step work and again whenever a step's status changes. Send the whole list "
-            "each time; keep at most one step in_progress.",
+            "Show the user your plan as a short checklist, if the work has several steps "
+            "worth tracking; optional. Send the whole list each time; at most one step "
+            "in_progress.",
             obj(
                 ["steps"],
                 steps={
@@ -268,3 +303,12 @@ EDIT_CELL = Tool(
     ToolBox._edit_cell,
 )
 """Offered only when the session knows the user's notebook (its code cells by id)."""
+
+VIEW_IMAGE = Tool(
+    "view_image",
+    "Look at an image file of the workspace (PNG, JPEG, GIF, WebP…), e.g. a chart a script "
+    f"saved: it is shown to you after the tool results, at most {view.MAX_SIDE} px.",
+    obj(["path"], path=_PATH),
+    view.handle_view_image,
+)
+"""Offered only to a model that sees (``vision``)."""

@@ -48,21 +48,23 @@ def _png_size(b64: str) -> tuple[int, int] | None:
     return struct.unpack(">II", head[16:24])
 
 
-def _render_data(data: dict[str, Any]) -> str:
+def _render_data(data: dict[str, Any], image_hint: str = "") -> str:
+    hint = f": {image_hint}" if image_hint else ""
     for mime in data:
         if mime.startswith("image/"):
             size = _png_size(data[mime]) if mime == "image/png" else None
-            return f"[{mime} {size[0]}x{size[1]}]" if size else f"[{mime} output]"
+            shown = f"{mime} {size[0]}x{size[1]}" if size else f"{mime} output"
+            return f"[{shown}{hint}]"
     if "text/plain" in data:
         return strip_ansi(str(data["text/plain"]))
     mime = next(iter(data), "unknown")
     return f"[{mime} output]"
 
 
-def render_outputs(outputs: list[dict[str, Any]]) -> str:
+def render_outputs(outputs: list[dict[str, Any]], *, image_hint: str = "") -> str:
     """Plain text of nbformat outputs for a model: streams, tracebacks and plain values as
-    text (ANSI stripped), images and HTML as short placeholders. Unbounded: bound it with
-    ``head_tail``."""
+    text (ANSI stripped), images and HTML as short placeholders (``image_hint`` after an
+    image's). Unbounded: bound it with ``head_tail``."""
     parts: list[str] = []
     for out in outputs:
         kind = out["output_type"]
@@ -72,6 +74,6 @@ def render_outputs(outputs: list[dict[str, Any]]) -> str:
             lines = out.get("traceback") or [f"{out['ename']}: {out['evalue']}"]
             parts.append(strip_ansi("\n".join(lines)))
         else:
-            parts.append(_render_data(out.get("data", {})))
+            parts.append(_render_data(out.get("data", {}), image_hint))
     text = "".join(p if p.endswith("\n") else p + "\n" for p in parts if p)
     return text.rstrip("\n")

@@ -105,22 +105,28 @@ def edit_html(edit: dict[str, Any], target: str = "") -> str:
     """An ``edit_cell`` proposal: the reason (Markdown, sanitized) over a unified diff whose
     lines are escaped text, coloured by their first character. ``target`` is the cell as
     the user sees it (``In [7]``); without it, the cell's id."""
-    colors = {"+": theme.ADDED, "-": theme.REMOVED, "@": theme.HUNK}
-    rows = []
-    for row in str(edit.get("diff", "")).splitlines()[:400]:
-        header = row.startswith(("+++", "---"))
-        color = "" if header else colors.get(row[:1], "")
-        style = f' style="color:{color}"' if color else (' style="font-weight:bold"' * header)
-        rows.append(f"<span{style}>{esc(row)}</span>")
     cell_id = esc(str(edit.get("cell_id", "")))
     name = f"<b>{esc(target)}</b>" if target else f"<code>{cell_id}</code>"
-    diff_style = f"{PRE}background:{theme.CODE_BG};border:1px solid {theme.CODE_BORDER}"
     return (
         f'<div class="codeagent-edit" data-cell-id="{cell_id}">'
         f'<div style="font-size:12px">Edit of your cell {name}:</div>'
         f"{markdown_html(str(edit.get('reason', '')))}"
-        f'<pre class="codeagent-diff" style="{diff_style}">' + "\n".join(rows) + "</pre></div>"
+        f"{diff_html(str(edit.get('diff', '')))}</div>"
     )
+
+
+def diff_html(diff: str) -> str:
+    """A unified diff as escaped text, each line coloured by its first character (theme
+    colours): an ``edit_cell`` proposal's, an ``edit_file`` change's."""
+    colors = {"+": theme.ADDED, "-": theme.REMOVED, "@": theme.HUNK}
+    rows = []
+    for row in diff.splitlines()[:400]:
+        header = row.startswith(("+++", "---"))
+        color = "" if header else colors.get(row[:1], "")
+        style = f' style="color:{color}"' if color else (' style="font-weight:bold"' * header)
+        rows.append(f"<span{style}>{esc(row)}</span>")
+    diff_style = f"{PRE}background:{theme.CODE_BG};border:1px solid {theme.CODE_BORDER}"
+    return f'<pre class="codeagent-diff" style="{diff_style}">' + "\n".join(rows) + "</pre>"
 
 
 def cell_html(cell: CellItem, target: str = "") -> str:

@@ -78,19 +78,26 @@ class TextView(ItemView):
         return f'<div class="{css}">{render.markdown_html(item.text)}</div>'
 
 
+_LONG_ARGS = ("content", "old_string", "new_string")
+"""Arguments a tool line leaves out: the file's content, or the edit its diff shows."""
+
+
 class ToolView(ItemView):
     def render(self, item: ToolItem) -> str:
         args = item.arguments
         if isinstance(args, dict):
-            shown = ", ".join(f"{k}={str(v)[:60]!r}" for k, v in args.items() if k != "content")
+            shown = ", ".join(
+                f"{k}={str(v)[:60]!r}" for k, v in args.items() if k not in _LONG_ARGS
+            )
         else:
             shown = ""
         first = item.result.splitlines()[0][:120] if item.result else ""
         color = render.MUTED if item.status in ("ok", "running") else render.RED
+        diff = render.diff_html(item.diff) if item.diff else ""
         return (
             f'<div class="codeagent-tool" style="font-size:12px;color:{color}">'
             f"<code>{render.esc(item.name)}({render.esc(shown)})</code> · "
-            f"{render.esc(item.status)}{' — ' + render.esc(first) if first else ''}</div>"
+            f"{render.esc(item.status)}{' — ' + render.esc(first) if first else ''}{diff}</div>"
         )
 
 

@@ -87,9 +87,12 @@ async def test_a_resumed_session_keeps_its_history_and_run_index(scripted_model,
     await loop.run("and then")
     sent = scripted_model.requests[0]["messages"]
     assert sent[0]["role"] == "system"
-    assert sent[1:] == [*history, {"role": "user", "content": "next"}]  # no second context
+    asked = {"role": "user", "content": "[budget left: 30 of 30 steps, 30 min, 2M tokens]\n\nnext"}
+    assert sent[1:] == [*history, asked]  # no second context
     assert [e.run_index for e in sink.of(ev.RunStarted)] == [2, 3]
-    assert scripted_model.requests[1]["messages"][-1] == {"role": "user", "content": "and then"}
+    last = scripted_model.requests[1]["messages"][-1]
+    assert last["role"] == "user" and last["content"].startswith("[budget left: ")
+    assert last["content"].endswith("]\n\nand then")
 
 
 class NoWrites:

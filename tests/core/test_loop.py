@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -58,6 +59,15 @@ def tool_messages(request: dict) -> list[dict]:
     return [m for m in request["messages"] if m["role"] == "tool"]
 
 
+def said(content: str) -> str:
+    """A result without what the loop and the cell add at its end: the budget left and how
+    long the cell ran."""
+    lines = content.split("\n")
+    while lines and re.fullmatch(r"\[(ran [^\]]*|budget left: [^\]]*)\]", lines[-1]):
+        lines.pop()
+    return "\n".join(lines)
+
+
 @pytest.mark.parametrize("stream", [False, True])
 async def test_self_correction_and_state(scripted_model, sandbox, tmp_path, stream):
     scripted_model.set_script(
@@ -77,7 +87,7 @@ async def test_self_correction_and_state(scripted_model, sandbox, tmp_path, stre
     failed = tool_messages(scripted_model.requests[2])[-1]["content"]
     assert "NameError" in failed and "totl" in failed and "\x1b[" not in failed
     # State survived across cells: `values` from the failing cell was used by the fix.
-    assert tool_messages(scripted_model.requests[3])[-1]["content"].strip() == "6"
+    assert said(tool_messages(scripted_model.requests[3])[-1]["content"]).strip() == "6"
     assert sink.of(ev.PlanUpdated)[0].steps == [{"step": "compute", "status": "in_progress"}]
     statuses = [e.status for e in sink.of(ev.ToolCallFinished)]
     assert statuses == ["ok", "error", "ok"]
@@ -125,7 +135,7 @@ async def test_malformed_unknown_and_parallel_calls_all_answered(scripted_model,
     first, second, third = (tool_messages(r) for r in scripted_model.requests[1:4])
     assert "not valid JSON" in first[-1]["content"]
     assert "unknown tool" in second[-1]["content"] and "run_cell" in second[-1]["content"]
-    assert [m["content"].strip() for m in third[-3:-1]] == ["(no output)", "42"]
+    assert [said(m["content"]).strip() for m in third[-3:-1]] == ["(no output)", "42"]
     refused = [e for e in sink.of(ev.ToolCallFinished) if e.status == "refused"]
     assert len(refused) == 2
 
@@ -169,11 +179,11 @@ async def test_timeout_and_kernel_death_mid_run(scripted_model, sandbox, tmp_pat
     assert finished.status == ev.ANSWERED
     done = sink.of(ev.ToolCallFinished)
     assert done[0].status == "timeout" and "start" in done[0].result
-    assert done[1].status == "ok" and done[1].result.strip() == "1"  # state kept after interrupt
+    assert done[1].status == "ok" and said(done[1].result) == "1"  # state kept after interrupt
     assert done[2].status == "died"
     died_msg = tool_messages(scripted_model.requests[3])[-1]["content"]
     assert "died" in died_msg.lower() and "lost" in died_msg.lower()
-    assert done[3].result.strip() == "alive"
+    assert said(done[3].result).strip() == "alive"
 
 
 async def test_huge_output_is_bounded_for_the_model(scripted_model, sandbox, tmp_path):
@@ -214,7 +224,7 @@ async def test_follow_up_keeps_history_and_sandbox(scripted_model, sandbox, tmp_
     scripted_model.set_script([tool_calls(("run_cell", {"code": "print(n * 2)"})), text("10")])
     finished = await loop.run("double it")
     assert finished.answer == "10"
-    assert tool_messages(scripted_model.requests[-1])[-1]["content"].strip() == "10"
+    assert said(tool_messages(scripted_model.requests[-1])[-1]["content"]).strip() == "10"
     seqs = [e.seq for e in sink.events]
     assert seqs == list(range(len(seqs)))
     prompts = [c for c in nbformat.read(nb_path, as_version=4).cells if "double it" in c.source]
@@ -247,7 +257,7 @@ async def test_raw_newlines_in_arguments_are_accepted(scripted_model, sandbox, t
     loop, sink, _ = make_loop(scripted_model, sandbox, tmp_path)
     finished = await loop.run("x")
     assert finished.status == ev.ANSWERED
-    assert [e.result.strip() for e in sink.of(ev.ToolCallFinished)] == ["42"]
+    assert [said(e.result).strip() for e in sink.of(ev.ToolCallFinished)] == ["42"]
 
 
 async def test_result_chars_is_what_reaches_the_model(scripted_model, sandbox, tmp_path):
@@ -265,8 +275,8 @@ async def test_result_chars_is_what_reaches_the_model(scripted_model, sandbox, t
     tools = ToolBox(sandbox, tmp_path)  # the run's config reaches it through the context
     loop = build_agent(model, sandbox, [], AgentConfig(result_chars=12000), tools=tools)
     assert (await loop.run("print a lot")).status == ev.ANSWERED
-    assert tool_messages(scripted_model.requests[1])[-1]["content"] == "x" * 12000
-    bounded = tool_messages(scripted_model.requests[2])[-1]["content"]
+    assert said(tool_messages(scripted_model.requests[1])[-1]["content"]) == "x" * 12000
+    bounded = said(tool_messages(scripted_model.requests[2])[-1]["content"])
     assert 12000 <= len(bounded) <= 12100 and "characters elided" in bounded
 
 
@@ -280,7 +290,8 @@ async def test_a_timeout_note_is_said_once(scripted_model, sandbox, tmp_path):
     loop, sink, _ = make_loop(scripted_model, sandbox, tmp_path)
     await loop.run("sleep")
     content = tool_messages(scripted_model.requests[1])[-1]["content"]
-    assert content.startswith("[cell status: timeout. interrupted after 3 s")
+    assert content.startswith("[cell status: timeout, after ")
+    assert " s. interrupted after 3 s" in content.splitlines()[0]
     assert content.count("interrupted") == 1 and "before" in content
     (finished,) = sink.of(ev.ToolCallFinished)
-    assert finished.result == content and finished.status == "timeout"
+    assert finished.result == said(content) and finished.status == "timeout"

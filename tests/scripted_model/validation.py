@@ -6,6 +6,9 @@ way it would against the real service: HTTP 400 with an OpenAI-style message.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from typing import Any
 
 _ROLES = {"system", "developer", "user", "assistant", "tool"}
@@ -26,6 +29,9 @@ def conversation_problem(body: Any) -> str | None:
         role = msg.get("role") if isinstance(msg, dict) else None
         if role not in _ROLES:
             return f"Invalid value for 'messages[{i}].role': {role!r}."
+        problem = _content_problem(i, role, msg.get("content"))
+        if problem:
+            return problem
         if role == "tool":
             call_id = msg.get("tool_call_id")
             if call_id not in known:
@@ -45,6 +51,61 @@ def conversation_problem(body: Any) -> str | None:
     if pending:
         return _unanswered(pending)
     return _tools_problem(body.get("tools"))
+
+
+def _content_problem(i: int, role: str, content: Any) -> str | None:
+    """A message's content: text, or (as the real API takes it) an array of parts, where
+    only a user message may carry ``image_url`` parts, each a URL the service can fetch or
+    a base64 ``data:`` URL of a PNG, JPEG, GIF or WebP image."""
+    if content is None or isinstance(content, str):
+        return None
+    if not isinstance(content, list) or not content:
+        return f"Invalid 'messages[{i}].content': expected a string or a non-empty array."
+    for j, part in enumerate(content):
+        where = f"messages[{i}].content[{j}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text":
+            if not isinstance(part.get("text"), str):
+                return f"Invalid '{where}.text': expected a string."
+            continue
+        if kind != "image_url":
+            return f"Invalid value for '{where}.type': {kind!r}."
+        if role != "user":
+            return f"Invalid '{where}': image_url is only supported in messages with role 'user'."
+        problem = _image_problem(where, part.get("image_url"))
+        if problem:
+            return problem
+    return None
+
+
+def _image_problem(where: str, image: Any) -> str | None:
+    url = image.get("url") if isinstance(image, dict) else None
+    if not isinstance(url, str):
+        return f"Invalid '{where}.image_url.url': expected a string."
+    if image.get("detail", "auto") not in ("auto", "low", "high"):
+        return f"Invalid value for '{where}.image_url.detail'."
+    if url.startswith(("https://", "http://")):
+        return None
+    match = _DATA_URL.fullmatch(url)
+    if not match:
+        return f"Invalid image URL in '{where}': expected a base64 data URL or an https URL."
+    try:
+        data = base64.b64decode(match.group(2), validate=True)
+    except (binascii.Error, ValueError):
+        return f"Invalid image in '{where}': the base64 data could not be decoded."
+    magic = _MAGIC[match.group(1)]
+    if not any(data.startswith(m) for m in magic):
+        return f"Invalid image in '{where}': the data is not a {match.group(1)} image."
+    return None
+
+
+_DATA_URL = re.compile(r"data:image/(png|jpeg|gif|webp);base64,([A-Za-z0-9+/=]+)")
+_MAGIC = {
+    "png": (b"\x89PNG\r\n\x1a\n",),
+    "jpeg": (b"\xff\xd8\xff",),
+    "gif": (b"GIF87a", b"GIF89a"),
+    "webp": (b"RIFF",),
+}
 
 
 def _unanswered(ids: list[str]) -> str:

@@ -73,7 +73,7 @@ def _helper_reports(scripted_model: Any) -> list[dict[str, Any]]:
         for message in request["messages"]:
             content = message.get("content") or ""
             if message["role"] == "tool" and content.startswith('{\n "helpers"'):
-                found = json.loads(content)["helpers"]
+                found = json.JSONDecoder().raw_decode(content)[0]["helpers"]
     return found
 
 

@@ -33,7 +33,8 @@ def helpers_of(requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
     parent = [
         r for r in requests if not any(r["messages"][1]["content"].endswith(t) for t in TASKS)
     ]
-    return json.loads(parent[-1]["messages"][-1]["content"])["helpers"]
+    result = parent[-1]["messages"][-1]["content"]  # the JSON, then the budget line
+    return json.JSONDecoder().raw_decode(result)[0]["helpers"]
 
 
 def test_helpers_share_the_steps_the_parent_has_left(scripted_model: Any, tmp_path: Path) -> None:

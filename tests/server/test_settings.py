@@ -44,4 +44,5 @@ async def test_result_chars_from_the_server_config_reaches_the_model(
     session = await api.start("print a lot")
     assert (await api.run_to_end(session["id"]))[-1]["status"] == "answered"
     sent = [m for m in scripted_model.requests[1]["messages"] if m["role"] == "tool"]
-    assert sent[-1]["content"] == "x" * 12000
+    result = sent[-1]["content"].split("\n")  # then how long it ran, and the budget left
+    assert result[0] == "x" * 12000 and result[1].startswith("[ran ")

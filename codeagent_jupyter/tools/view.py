@@ -1,0 +1,130 @@
+"""Sight: the images a cell displays, and ``view_image``, as parts a seeing model receives.
+
+A model that can see gets each image as an ``image_url`` part (a ``data:`` URL) of a user
+message right after the step's tool results (``ToolOutcome.images``; the loop adds the
+message). Images are bounded before they leave: at most ``MAX_PER_CALL`` per call (the loop
+keeps ``MAX_PER_STEP`` per step), the longest side scaled down to ``MAX_SIDE`` pixels, PNG
+unless JPEG is much smaller, and none over ``MAX_IMAGE_BYTES``. A model that cannot see is
+told, in the placeholder, what it can do instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+from typing import Any
+
+from ..core.outcome import ToolOutcome
+from ..errors import ToolArgumentError, ToolError
+from ..util.confined import TooLargeError, Workspace
+from ..util.textbounds import head_tail
+
+MAX_SIDE = 1024
+MAX_PER_CALL = 3
+MAX_PER_STEP = 4
+MAX_IMAGE_BYTES = 150_000
+"""Encoded bytes of one image part at most (before base64): about 200 KB in the request."""
+MAX_SOURCE_BYTES = 30_000_000
+IMAGE_MIMES = ("image/png", "image/jpeg")
+
+SHOWN_HINT = "shown to you below"
+BLIND_HINT = (
+    "not shown: this model receives no images. Check a chart from its data (print the "
+    "values plotted, axis limits, len of each series) rather than by looking"
+)
+
+
+def _part(mime: str, data: bytes) -> dict[str, Any]:
+    url = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def prepare(data: bytes) -> tuple[dict[str, Any], str] | None:
+    """One ``image_url`` part for an image's bytes and a note of its size as sent
+    (``800x600 PNG, 41 KB``); None when it cannot be read or stays too big."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            img.load()
+            original = img.size
+            scaled = img.copy()
+    except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError):
+        return None
+    if max(scaled.size) > MAX_SIDE:
+        scaled.thumbnail((MAX_SIDE, MAX_SIDE))
+    png, jpeg = _encode(scaled, "PNG"), None
+    if len(png) > MAX_IMAGE_BYTES // 2:
+        jpeg = _encode(scaled.convert("RGB"), "JPEG", quality=85)
+    mime, body = ("image/png", png)
+    if jpeg is not None and len(jpeg) < len(png) * 0.7:
+        mime, body = ("image/jpeg", jpeg)
+    if len(body) > MAX_IMAGE_BYTES:
+        return None
+    w, h = scaled.size
+    size = f"{w}x{h}" + (f", scaled from {original[0]}x{original[1]}" if original != (w, h) else "")
+    return _part(mime, body), f"{size} {mime.split('/')[1].upper()}, {len(body) // 1024} KB"
+
+
+def _encode(img: Any, fmt: str, **options: Any) -> bytes:
+    out = io.BytesIO()
+    if fmt == "PNG" and img.mode not in ("RGB", "RGBA", "L", "LA", "P"):
+        img = img.convert("RGBA")
+    img.save(out, fmt, optimize=True, **options)
+    return out.getvalue()
+
+
+def images_of(
+    outputs: list[dict[str, Any]], limit: int = MAX_PER_CALL
+) -> tuple[list[dict[str, Any]], int]:
+    """The ``image_url`` parts of the first ``limit`` PNG/JPEG images in nbformat
+    ``outputs``, and how many images there are."""
+    parts: list[dict[str, Any]] = []
+    total = 0
+    for out in outputs:
+        data = out.get("data") or {}
+        mime = next((m for m in IMAGE_MIMES if m in data), None)
+        if mime is None or out.get("output_type") not in ("display_data", "execute_result"):
+            continue
+        total += 1
+        if len(parts) >= limit:
+            continue
+        value = data[mime]
+        raw = "".join(value) if isinstance(value, list) else str(value)
+        try:
+            decoded = base64.b64decode(raw, validate=False)
+        except (binascii.Error, ValueError):
+            continue
+        prepared = prepare(decoded)
+        if prepared is not None:
+            parts.append(prepared[0])
+    return parts, total
+
+
+def view_image(ws: Workspace, path: str) -> tuple[dict[str, Any], str]:
+    """A workspace image, read through the confined workspace, as one part and its note."""
+    if not path.strip():
+        raise ToolArgumentError("view_image needs an image path relative to the workspace")
+    try:
+        data = ws.read_bytes(path, MAX_SOURCE_BYTES)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolError(f"file not found: {path}") from None
+    except IsADirectoryError:
+        raise ToolError(f"{path} is a directory") from None
+    except TooLargeError as e:
+        raise ToolError(f"{path} is too big to view ({e.size} bytes)") from None
+    prepared = prepare(data)
+    if prepared is None:
+        raise ToolError(
+            f"{path} is not an image this tool can show (PNG, JPEG, GIF, BMP, WebP, TIFF), "
+            f"or it stays over {MAX_IMAGE_BYTES // 1000} KB at {MAX_SIDE} px"
+        )
+    return prepared
+
+
+async def handle_view_image(box: Any, *, path: str, on_output: Any, limit: int) -> ToolOutcome:
+    """``view_image``'s handler (a ``ToolBox`` tool)."""
+    part, note = await box.confined(view_image, path)
+    rel = Workspace.relpath(path)
+    return ToolOutcome(text=head_tail(f"{rel}: {note}; {SHOWN_HINT}", limit), images=[part])
