@@ -21,15 +21,17 @@ from typing import Any
 
 from .args import (
     add_hooks,
+    add_install,
     add_isolation,
     add_limits,
     announce,
     existing_workdir,
+    install_policy,
     limits_from,
     make_sandbox,
     writable_notebook,
 )
-from .wiring import hook_chain, snapshot_sink
+from .wiring import hook_chain, install_tool, snapshot_sink
 
 MCP_EXAMPLES = """\
 examples:
@@ -75,6 +77,7 @@ def add_parser(sub: Any) -> None:
     )
     add_limits(sandbox)
     add_isolation(sandbox)
+    add_install(sandbox)
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -93,6 +96,7 @@ async def run(args: argparse.Namespace) -> int:
     session_id = uuid.uuid4().hex[:12]
     out = writable_notebook(args.out or workdir / ".codeagent" / "sessions" / f"{session_id}.ipynb")
     limits = limits_from(args)
+    install_policy(args)  # bad install flags: one line, before anything starts
     hooks = hook_chain(args.hook, session_id)
     sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
     stop = _stop_on_signals()
@@ -107,7 +111,8 @@ async def run(args: argparse.Namespace) -> int:
         if hooks is not None:
             sinks.append(hooks)
         bus = EventBus([s.emit for s in sinks], keep=False)
-        tools = ToolSession(sandbox_tools(sandbox, workdir), sandbox, bus, hooks=hooks)
+        offered = sandbox_tools(sandbox, workdir, install_tool(args, sandbox))
+        tools = ToolSession(offered, sandbox, bus, hooks=hooks)
 
         async def session_for(ctx: Any) -> ToolSession:
             return tools

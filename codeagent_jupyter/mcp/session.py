@@ -30,12 +30,14 @@ from .results import NOT_OFFERED, offered
 CLIENT_UNKNOWN = "an MCP client"
 
 
-def sandbox_tools(sandbox: Any, workdir: Any) -> list[Toolset]:
+def sandbox_tools(sandbox: Any, workdir: Any, install: Toolset | None = None) -> list[Toolset]:
     """The toolsets an MCP session offers: the sandbox's own (every tool of them but our
-    agent's plan, notebook-edit and helper tools), built as our agent's are built."""
+    agent's plan, notebook-edit and helper tools), built as our agent's are built, and
+    ``install_packages`` where the edge allows installs without asking (an MCP client has
+    no approval card to answer)."""
     from ..tools import ToolBox
 
-    return [ToolBox(sandbox, workdir)]
+    return [ToolBox(sandbox, workdir), *([install] if install is not None else [])]
 
 
 def client_label(info: Any) -> str:

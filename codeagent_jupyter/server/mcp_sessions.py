@@ -84,7 +84,8 @@ class McpHub:
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
         self.manager = manager
-        self.schemas = offered(combine(sandbox_tools(None, manager.root_dir)).schemas())
+        unstarted = sandbox_tools(None, manager.root_dir, _unasked_install(manager, None))
+        self.schemas = offered(combine(unstarted).schemas())
         self.server = build_server(self.session_for, self.schemas, instructions_text="")
         self.sessions: dict[tuple[str, str], McpSession] = {}
         self.http = StreamableHTTPSessionManager(
@@ -223,7 +224,7 @@ class McpHub:
         session.bus.subscribe(recorder.emit)
         snapshot_sink(manager, session, recorder, workdir)
         tools = ToolSession(
-            sandbox_tools(sandbox, workdir),
+            sandbox_tools(sandbox, workdir, _unasked_install(manager, sandbox)),
             sandbox,
             session.bus,
             config=manager.settings.agent_config(),
@@ -247,3 +248,12 @@ class McpHub:
         session = self.sessions.get((owner, session_id))
         if session is not None:
             await session.close(reason=lifecycle.DELETED)
+
+
+def _unasked_install(manager: Any, sandbox: Any) -> Any:
+    """``install_packages`` for MCP sessions: only where ``c.CodeAgent.packages`` allows
+    installs without asking (``approval: auto``); nobody answers an approval card there."""
+    from .assembly import install_tool
+
+    tool = install_tool(manager, sandbox)
+    return tool if tool is not None and tool.approval == "auto" else None

@@ -39,6 +39,13 @@ def text_of(result: Any) -> str:
     return "\n".join(c.text for c in result.content if c.type == "text")
 
 
+def value_of(result) -> str:
+    """A cell's output without the ``[ran 0.01 s]`` line every cell result ends with."""
+    body, ran, _ = text_of(result).rpartition("\n[ran ")
+    assert ran, text_of(result)
+    return body.strip()
+
+
 def hub_of(serverapp: Any) -> Any:
     return serverapp.web_app.settings["codeagent_mcp"]
 
@@ -75,7 +82,7 @@ async def test_each_session_its_sandbox_and_no_one_elses(
         names = {t.name for t in (await alice.list_tools()).tools}
         assert {"run_cell", "run_command", "read_file", "write_file"} <= names
         await alice.call_tool("run_cell", {"code": "x = 41"})
-        assert text_of(await alice.call_tool("run_cell", {"code": "x + 1"})).strip() == "42"
+        assert value_of(await alice.call_tool("run_cell", {"code": "x + 1"})) == "42"
         failed = await alice.call_tool("run_cell", {"code": "raise ValueError('bad input')"})
         assert failed.is_error and "ValueError: bad input" in text_of(failed)
         plot = "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()"
@@ -126,7 +133,7 @@ async def test_the_cap_closes_the_oldest_idle_mcp_session(
         (older,) = hub.sessions.values()
         async with client(url, "alice-token", "second") as second:
             done = await second.call_tool("run_cell", {"code": "2 + 2"})
-            assert text_of(done).strip() == "4"
+            assert value_of(done) == "4"
             assert older.closed and older.closed_reason == "session_cap"
             assert await wait_for(lambda: older.sandbox is None)  # its kernel is shut down
             open_now = [s for s in hub.sessions.values() if not s.closed]
@@ -157,6 +164,6 @@ async def test_the_sessionless_protocol_gets_a_sandbox_per_client(
     async with client(url, "alice-token", "modern", mode="auto") as alice:
         await alice.call_tool("run_cell", {"code": "z = 5"})
         again = await alice.call_tool("run_cell", {"code": "z * 2"})
-        assert text_of(again).strip() == "10"
+        assert value_of(again) == "10"
     keys = list(hub_of(jp_serverapp).sessions)
     assert keys == [("alice", "client:modern 0.9")]

@@ -39,6 +39,13 @@ def text_of(result) -> str:
     return "\n".join(c.text for c in result.content if c.type == "text")
 
 
+def value_of(result) -> str:
+    """A cell's output without the ``[ran 0.01 s]`` line every cell result ends with."""
+    body, ran, _ = text_of(result).rpartition("\n[ran ")
+    assert ran, text_of(result)
+    return body.strip()
+
+
 def kernel_pids(workdir: Path) -> set[int]:
     """Processes working in ``workdir``: the sandbox kernel (the server runs elsewhere)."""
     found = set()
@@ -80,7 +87,7 @@ async def test_tools_state_errors_images_limits_network_and_recording(tmp_path):
         first = await c.call_tool("run_cell", {"code": "x = 41\nprint('set')"})
         assert not first.is_error and "set" in text_of(first)
         kept = await c.call_tool("run_cell", {"code": "x + 1"})
-        assert text_of(kept).strip() == "42"  # state kept across calls
+        assert value_of(kept) == "42"  # state kept across calls
 
         failed = await c.call_tool("run_cell", {"code": "def f():\n    return 1 / 0\n\nf()"})
         assert failed.is_error
@@ -97,7 +104,7 @@ async def test_tools_state_errors_images_limits_network_and_recording(tmp_path):
         bomb = await c.call_tool("run_cell", {"code": "b = bytearray(8 * 1024**3)"})
         assert bomb.is_error and "MemoryError" in text_of(bomb)
         alive = await c.call_tool("run_cell", {"code": "x"})
-        assert text_of(alive).strip() == "41"  # the kernel survived, state and all
+        assert value_of(alive) == "41"  # the kernel survived, state and all
 
         probe = (
             "import socket\ntry:\n"
@@ -169,3 +176,39 @@ def test_bad_flags_are_one_line(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "not a directory" in result.stderr
     assert json.dumps(result.stdout) == '""'  # nothing on the protocol's stream
+
+
+async def test_allow_install_offers_install_packages_and_the_next_cell_imports_it(tmp_path):
+    """``codeagent mcp --allow-install``: the outside agent installs under the same policy
+    as ours (wheels from the named folder only, fetched outside the sandbox)."""
+    from tests.packages.index import make_wheel
+
+    work, wheels = tmp_path / "work", tmp_path / "wheels"
+    work.mkdir()
+    make_wheel(wheels, "tinydep", "1.0")
+    server = params(work, tmp_path / "s.ipynb", "--allow-install", "--find-links", str(wheels))
+    server.env = {**(server.env or {}), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    info = Implementation(name="test-agent", version="1.2")
+    async with Client(server, client_info=info, read_timeout_seconds=300) as c:
+        names = {t.name for t in (await c.list_tools()).tools}
+        assert "install_packages" in names
+        missing = await c.call_tool("run_cell", {"code": "import tinydep"})
+        assert missing.is_error and "ModuleNotFoundError" in text_of(missing)
+        request = {"packages": ["tinydep"], "reason": "the analysis needs it"}
+        done = await c.call_tool("install_packages", request)
+        assert not done.is_error, text_of(done)
+        check = "import tinydep\nprint(tinydep.__version__)"
+        after = await c.call_tool("run_cell", {"code": check})
+        assert not after.is_error and value_of(after) == "1.0"
+    async with client(work, tmp_path / "plain.ipynb") as c:  # without the flag: not offered
+        assert "install_packages" not in {t.name for t in (await c.list_tools()).tools}
+
+
+def test_install_flags_without_allow_install_are_one_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "codeagent_jupyter.cli", "mcp", "--workdir", str(tmp_path),
+         "--index-url", "https://example.invalid/simple"],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and "--allow-install" in result.stderr
