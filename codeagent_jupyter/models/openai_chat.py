@@ -19,10 +19,10 @@ import openai
 
 from ..config import ModelSettings
 from ..core.ports import ModelReply, RetryCallback, Usage
-from ..core.usage import is_empty
 from ..errors import ConfigError, ModelError
 from ._compat import cannot_stream_tools, hint, permanent, readable, refused_on_loopback
-from ._wire import merge_call, message_dict, outgoing, retry_after
+from ._replies import NoStreamedTools, is_transport_error, one_line, plain_reply, streamed_reply
+from ._wire import outgoing, retry_after
 from .settings import OPENAI_BASE_URL, resolve_settings
 
 __all__ = [
@@ -48,11 +48,6 @@ DEFAULT_MAX_OUTPUT_TOKENS = ModelSettings.max_output_tokens
 full (minutes per step on a CPU)."""
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _error_detail(exc: openai.APIStatusError) -> str:
     """The server's own message, from an OpenAI-style body when there is one, made readable
     (a validation report keeps the line that names the bad field; see ``_compat.readable``)."""
@@ -70,10 +65,6 @@ def _error_detail(exc: openai.APIStatusError) -> str:
 
 def _estimate(value: Any) -> int:
     return math.ceil(len(json.dumps(value, ensure_ascii=False, default=str)) / 4)
-
-
-class _NoStreamedTools(Exception):
-    """The server cannot stream a reply to a request with tools: ask again without streaming."""
 
 
 class OpenAIChatModel:
@@ -172,7 +163,7 @@ class OpenAIChatModel:
         while True:
             try:
                 return await self._request(messages, tools, on_text)
-            except _NoStreamedTools as exc:
+            except NoStreamedTools as exc:
                 self._stop_streaming_tools(str(exc), on_retry)
                 await self.aclose()  # the server may drop that connection just after
                 continue
@@ -213,13 +204,13 @@ class OpenAIChatModel:
                     "is the model server running, and on that port?"
                 ) from None
             cause = exc.__cause__ or exc.__context__
-            why = _one_line(str(cause), 120) if cause and str(cause) else "connection failed"
+            why = one_line(str(cause), 120) if cause and str(cause) else "connection failed"
             return f"connection to {self.base_url} failed ({why})", None, None
         if isinstance(exc, openai.OpenAIError):
-            detail = _one_line(str(exc))
+            detail = one_line(str(exc))
             raise ModelError(f"model endpoint error from {self.base_url}: {detail}") from exc
-        if _is_transport_error(exc):  # a stream broken half-way may surface the HTTP lib's error
-            return f"connection to {self.base_url} broke ({_one_line(repr(exc), 120)})", None, None
+        if is_transport_error(exc):  # a stream broken half-way may surface the HTTP lib's error
+            return f"connection to {self.base_url} broke ({one_line(repr(exc), 120)})", None, None
         raise exc
 
     def _wait(self, attempt: int, server_wait: float | None) -> float:
@@ -286,53 +277,13 @@ class OpenAIChatModel:
         client = self._client()
         if not self.stream or (tools and not self.stream_tools):
             response = await client.chat.completions.create(**kwargs)
-            if not response.choices:
-                raise ModelError(f"model endpoint {self.base_url} answered without choices")
-            choice = response.choices[0]
-            raw = choice.message
-            calls = [
-                (c.id, c.function.name, c.function.arguments)
-                for c in raw.tool_calls or []
-                if getattr(c, "function", None) is not None
-            ]
-            message = message_dict(raw.content, calls)
-            if raw.content and on_text is not None:
-                on_text(raw.content)
-            usage = self._usage(response.usage, messages, tools, message)
-            return ModelReply(message, usage, choice.finish_reason)
-        if self._stream_usage:
-            kwargs["stream_options"] = {"include_usage": True}
-        text_parts: list[str] = []
-        calls_by_index: dict[int, list[Any]] = {}
-        usage, finish = None, None
-        stream = await client.chat.completions.create(stream=True, **kwargs)
-        try:  # the server said 200: a stream that breaks now, empty, is a refusal of tools
-            async with stream:
-                async for chunk in stream:
-                    usage = getattr(chunk, "usage", None) or usage
-                    for choice in chunk.choices or []:
-                        finish = choice.finish_reason or finish
-                        delta = choice.delta
-                        if delta is None:
-                            continue
-                        if delta.content:
-                            text_parts.append(delta.content)
-                            if on_text is not None:
-                                on_text(delta.content)
-                        for tc in delta.tool_calls or []:
-                            merge_call(calls_by_index, tc)
-        except Exception as exc:
-            broken = _is_transport_error(exc) or isinstance(exc, openai.APIConnectionError)
-            if tools and not text_parts and not calls_by_index:
-                if broken:
-                    raise _NoStreamedTools(f"the stream broke before any reply: {exc!r}") from exc
-                if cannot_stream_tools(str(exc)):  # an error event inside the stream
-                    raise _NoStreamedTools(f"it said: {_one_line(str(exc))}") from exc
-            raise
-        calls = [(c[0], c[1], "".join(c[2])) for _, c in sorted(calls_by_index.items())]
-        message = message_dict("".join(text_parts), calls)
-        if tools and finish is None and is_empty(message):
-            raise _NoStreamedTools("its stream ended without any reply")
+            message, usage, finish = plain_reply(response, self.base_url, on_text)
+        else:
+            if self._stream_usage:
+                kwargs["stream_options"] = {"include_usage": True}
+            stream = await client.chat.completions.create(stream=True, **kwargs)
+            error = openai.APIConnectionError
+            message, usage, finish = await streamed_reply(stream, tools, on_text, error)
         return ModelReply(message, self._usage(usage, messages, tools, message), finish)
 
     @staticmethod
@@ -344,9 +295,3 @@ class OpenAIChatModel:
         if prompt is None and completion is None:
             return Usage(_estimate([messages, tools]), _estimate(reply), estimated=True)
         return Usage(prompt or 0, completion or 0)
-
-
-def _is_transport_error(exc: Exception) -> bool:
-    """Errors of the HTTP library under ``openai`` that it did not wrap (mid-stream)."""
-    module = type(exc).__module__ or ""
-    return module.startswith(("httpx", "httpcore", "h11")) or isinstance(exc, ConnectionError)
