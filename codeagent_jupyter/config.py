@@ -2,6 +2,9 @@
 
 Each field carries a docstring-style comment so the CLI, the server traits and the
 session notebook can all describe the same knob the same way.
+
+Over 300 lines on purpose: every setting of every layer is declared here once, with its
+help text, and the system prompt is built from the tools offered next to them.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@ checks that fail in one line, and the sandbox the flags choose.
 
 Shared by ``cli/main.py`` (run, replay) and ``cli/resume.py`` so every subcommand takes the same
 flags the same way.
+
+Over 300 lines on purpose: each flag group is a few lines of help text, and keeping them in
+one module is what keeps run, resume, replay and mcp from declaring a flag twice.
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ snapshot store's blobs, sizes from its manifests, and symlinks, FIFOs and other 
 files from the captures' own ``skipped`` lists, so they are listed as what they are and
 never followed or read.
 
+Over 300 lines on purpose: whole-session and per-step change sets share the manifest walk
+and its bounds; their kinds (``change_kinds``) and text (``changes_text``) are apart.
+
+
 What callers can rely on: the cost is bounded by the manifests' size plus at most
 ``DETAIL_FILES`` blobs of at most ``READ_MAX`` bytes each; a file larger than that (a 1 GB
 file is only referenced by the store anyway) is one line with its sizes. Diffs keep their

@@ -1,6 +1,9 @@
 """The ``CodeAgent`` configurable: every setting an administrator writes as
 ``c.CodeAgent.<name>`` in ``jupyter_server_config.py`` (or ``--CodeAgent.<name>=…``), with
 its validation. The extension app (``app.py``) only wires them to the session manager.
+
+Over 300 lines on purpose: it is the administrator's one list of settings, most of them a
+trait and its help text, read as a whole (``jupyter server --help-all`` prints it).
 """
 
 from __future__ import annotations

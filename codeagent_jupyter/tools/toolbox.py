@@ -2,6 +2,9 @@
 
 Schemas are constants written here in one place; ``ToolBox.schemas()`` returns them in a fixed
 order so every request carries byte-identical tool definitions (provider prompt caching).
+
+Over 300 lines on purpose: the schemas are the model's contract, one list read as a whole;
+the handlers they name live in their own modules (cells, files, edit_file, view, plan).
 """
 
 from __future__ import annotations
