@@ -12,7 +12,6 @@ never followed or read.
 Over 300 lines on purpose: whole-session and per-step change sets share the manifest walk
 and its bounds; their kinds (``change_kinds``) and text (``changes_text``) are apart.
 
-
 What callers can rely on: the cost is bounded by the manifests' size plus at most
 ``DETAIL_FILES`` blobs of at most ``READ_MAX`` bytes each; a file larger than that (a 1 GB
 file is only referenced by the store anyway) is one line with its sizes. Diffs keep their
