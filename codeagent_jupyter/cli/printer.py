@@ -188,11 +188,19 @@ def _summary(e: ev.ToolCallFinished) -> str:
     if errors:
         parts.append(f"{errors[-1].get('ename')}: {strip_ansi(str(errors[-1].get('evalue')))}")
     elif e.result and e.result != "(no output)":
-        lines = strip_ansi(e.result).strip().splitlines()
+        lines = _for_the_terminal(strip_ansi(e.result).strip().splitlines())
         parts.extend(lines[:3] + (["...", *lines[-2:]] if len(lines) > 5 else lines[3:]))
     if images and "[image/" not in e.result:
         parts.append(f"[{images} image{'s' if images > 1 else ''}]")
     return "\n".join(_clip(p) for p in parts)
+
+
+def _for_the_terminal(lines: list[str]) -> list[str]:
+    """The result's own lines, without what only the model needs: the ``[ran 1.2 s]`` and
+    ``[budget left: …]`` lines it ends with (the terminal says both in its own words)."""
+    while lines and lines[-1].startswith(("[ran ", "[budget left: ")) and lines[-1].endswith("]"):
+        lines = lines[:-1]
+    return lines
 
 
 def _clip(line: Any, width: int = 160) -> str:

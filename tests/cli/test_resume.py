@@ -73,7 +73,9 @@ def test_fork_at_step_2_has_the_state_of_step_2(scripted_model, tmp_path: Path) 
     assert first[1] == {"role": "user", "content": "build it"}
     assert "f2.txt" in sent and "f3.txt" not in sent  # history cut at step 2
     assert "restored from step 2" in first[-2]["content"]
-    assert first[-1] == {"role": "user", "content": "check the state"}
+    assert first[-1]["role"] == "user"  # the request, after the budget it has left
+    assert first[-1]["content"].startswith("[budget left: ")
+    assert first[-1]["content"].endswith("]\n\ncheck the state")
 
 
 def test_resume_at_the_end_reports_a_cell_that_now_fails(scripted_model, tmp_path: Path) -> None:

@@ -162,4 +162,6 @@ def test_sigkill_mid_run_then_restart_and_resume(
     assert messages[1] == {"role": "user", "content": "two steps, the second slow"}
     assert "from step 1" in json.dumps(messages[2]["tool_calls"])  # step 1's call, as sent
     assert messages[3]["role"] == "tool"
-    assert messages[-1] == {"role": "user", "content": "carry on"}
+    assert messages[-1]["role"] == "user"  # the message, after the budget it has left
+    assert messages[-1]["content"].startswith("[budget left: ")
+    assert messages[-1]["content"].endswith("]\n\ncarry on")
