@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import pytest
 
 from tests.cli.test_cli import codeagent
 from tests.scripted_model import text, tool_calls
@@ -69,7 +70,10 @@ def test_cli_lists_links_and_fifos_and_reads_nothing_outside(
     scripted_model.set_script([tool_calls(("run_cell", {"code": _attack(outside)})), text("ok")])
     out = tmp_path / "s.ipynb"
     model = ("--model", "m", "--base-url", scripted_model.url)
-    result = codeagent("run", "go", *model, "--workdir", str(ws), "--out", str(out), timeout=180)
+    # --isolation none: about what the server reads, not the sandbox, so it runs in CI's
+    # bubblewrap-hidden lane too
+    args = ("run", "go", *model, "--workdir", str(ws), "--out", str(out), "--isolation", "none")
+    result = codeagent(*args, timeout=180)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[1] == SUMMARY
     shown = codeagent("diff", str(out), "--workdir", str(ws), timeout=60)
@@ -93,6 +97,7 @@ async def _finished(api: Api, sid: str) -> None:
     raise AssertionError(f"session {sid} did not finish")
 
 
+@pytest.mark.codeagent(allow_unconfined=True)  # about the server's reads, not isolation
 async def test_rest_lists_them_and_revert_writes_nothing_outside(
     api: Api, scripted_model: Any, jp_root_dir: Path, tmp_path: Path
 ) -> None:
