@@ -63,10 +63,15 @@ class CodeAgentApp(ExtensionApp):
         """The MCP endpoint's sessions, when it is enabled and the mcp package is installed."""
         if not self.agent_settings.mcp:
             return None
+        sdk = _mcp_sdk_version()
+        if sdk is None or int(sdk.split(".")[0]) < 2:  # Jupyter AI 3.2 pins the 1.x SDK
+            found = f"mcp {sdk} is installed" if sdk else "mcp is not installed"
+            self.log.info(f"codeagent: no MCP endpoint ({found}; it needs mcp>=2.3)")
+            return None
         try:
             from .mcp_sessions import McpHub
-        except ImportError:
-            self.log.info("codeagent: no MCP endpoint (pip install 'codeagent-jupyter[mcp]')")
+        except ImportError as e:
+            self.log.warning(f"codeagent: no MCP endpoint: {e}")
             return None
         from ..mcp import registry
 
@@ -111,3 +116,13 @@ class CodeAgentApp(ExtensionApp):
         if self.mcp_hub is not None:
             await self.mcp_hub.stop()
         await self.manager.shutdown()
+
+
+def _mcp_sdk_version() -> str | None:
+    """The installed ``mcp`` SDK's version, or None."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mcp")
+    except PackageNotFoundError:
+        return None
