@@ -9,73 +9,30 @@ find the Jupyter server. Skipped where Jupyter AI is not installed, unless
 
 from __future__ import annotations
 
-import importlib.util
-import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from nbformat.v4 import new_code_cell
 
+from tests.e2e.browser.jupyter_ai_lab import (  # noqa: F401  (fixtures used below)
+    jupyter_ai,
+    lab_config,
+    model_server,
+    needs_jupyter_ai,
+)
 from tests.e2e.browser.lab import LabPage
 from tests.e2e.browser.test_first_hour_e2e import shown, status, write
 from tests.e2e.browser.test_panel_e2e import LOAD
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
-from tests.server.helpers import EXTENSION
 
-
-def _jupyter_ai_missing() -> str | None:
-    for module in ("jupyter_ai", "jupyter_server_mcp"):
-        if importlib.util.find_spec(module) is None:
-            return f"{module} is not installed: pip install 'jupyter-ai==3.2.*'"
-    return None
-
-
-REQUIRED = os.environ.get("CODEAGENT_JUPYTER_AI_TESTS") == "required"
-pytestmark = pytest.mark.skipif(
-    _jupyter_ai_missing() is not None and not REQUIRED, reason=str(_jupyter_ai_missing())
-)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def jupyter_ai() -> None:
-    """Where the CI lane promises Jupyter AI, its absence fails instead of skipping."""
-    missing = _jupyter_ai_missing()
-    if missing is not None:
-        pytest.fail(missing, pytrace=False)
-
-
-@pytest.fixture(scope="module")
-def model_server() -> Iterator[ScriptedModelServer]:
-    server = ScriptedModelServer([]).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def lab_config(model_server: ScriptedModelServer) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {EXTENSION: True}},
-        # Jupyter AI's extensions stay enabled (their own jupyter-config files); the MCP
-        # server takes a free port instead of its fixed default, 3001.
-        "MCPExtensionApp": {"mcp_port": 0},
-        "CodeAgent": {
-            "model": "scripted",
-            "base_url": model_server.url,
-            "api_key": "sk-browser-test",
-            "pool_size": 1,
-            "preload": [],
-            "limits": {"cell_timeout": 60, "memory_mb": 1024},
-        },
-    }
+pytestmark = needs_jupyter_ai
 
 
 def test_agent_panel_with_jupyter_ai_installed(
     jupyterlab_server: tuple[str, str, Path],
     browser_page: Any,
     screenshot: Any,
-    model_server: ScriptedModelServer,
+    model_server: ScriptedModelServer,  # noqa: F811  (the fixture imported above)
 ) -> None:
     base_url, token, root = jupyterlab_server
     runtime = root.parent / "runtime"

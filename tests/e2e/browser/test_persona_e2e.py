@@ -8,56 +8,24 @@ the artifacts folder's docs-screenshots/persona.png: copy it to docs/screenshots
 
 from __future__ import annotations
 
-import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from nbformat.v4 import new_code_cell
 
+from tests.e2e.browser.jupyter_ai_lab import (  # noqa: F401  (fixtures used below)
+    jupyter_ai,
+    lab_config,
+    model_server,
+    needs_jupyter_ai,
+)
 from tests.e2e.browser.lab import LabPage
 from tests.e2e.browser.test_first_hour_e2e import write
 from tests.e2e.browser.test_panel_e2e import _for_docs
-from tests.persona.server import jupyter_ai_missing
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
-from tests.server.helpers import EXTENSION
 
-REQUIRED = os.environ.get("CODEAGENT_JUPYTER_AI_TESTS") == "required"
-pytestmark = pytest.mark.skipif(
-    jupyter_ai_missing() is not None and not REQUIRED, reason=str(jupyter_ai_missing())
-)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def jupyter_ai() -> None:
-    missing = jupyter_ai_missing()
-    if missing is not None:
-        pytest.fail(missing, pytrace=False)
-
-
-@pytest.fixture(scope="module")
-def model_server() -> Iterator[ScriptedModelServer]:
-    server = ScriptedModelServer([]).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def lab_config(model_server: ScriptedModelServer) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {EXTENSION: True}},
-        "MCPExtensionApp": {"mcp_port": 0},
-        "CodeAgent": {
-            "model": "scripted",
-            "base_url": model_server.url,
-            "api_key": "sk-browser-test",
-            "pool_size": 1,
-            "preload": [],
-            "limits": {"cell_timeout": 60, "memory_mb": 1024},
-        },
-    }
+pytestmark = needs_jupyter_ai
 
 
 def test_the_persona_replies_in_the_chat_panel_and_a_cell_goes_into_the_notebook(
@@ -65,7 +33,7 @@ def test_the_persona_replies_in_the_chat_panel_and_a_cell_goes_into_the_notebook
     browser_page: Any,
     screenshot: Any,
     artifacts_dir: Path,
-    model_server: ScriptedModelServer,
+    model_server: ScriptedModelServer,  # noqa: F811  (the fixture imported above)
 ) -> None:
     """A request typed into JupyterLab's chat panel is answered by ``@codeagent``: its plan,
     its cell with the output, its answer; the chat's code toolbar inserts the cell below
