@@ -9,22 +9,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
 from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
 from ..sandbox.demand import ceiling
 from . import lifecycle
-from .assembly import build_session_agent
+from .creation import create
 from .errors import ApiError
 from .model_registry import ModelRegistry
-from .policy import Caller, check_max_steps, check_text, session_limits
+from .policy import Caller, check_text
 from .revive import pause, revive
 from .session import AgentSession
 from .signing import SessionSigner, UnsignedNotebook
 from .snapshot_areas import SnapshotAreas, protected_sessions
-from .supply import SandboxSupply, shutdown_quietly
+from .supply import SandboxSupply
 from .uploads import UploadStore
 from .workspace import NotebookResolver
 
@@ -146,95 +145,13 @@ class SessionManager:
     async def make_room(self, victims: list[AgentSession]) -> None:
         await lifecycle.close_all(victims, self.log)
 
-    async def create(
-        self,
-        owner: str,
-        prompt: str,
-        *,
-        notebook_path: str | None = None,
-        model: str | None = None,
-        limits: dict[str, Any] | None = None,
-        max_steps: int | None = None,
-        namespace: list[dict[str, Any]] | None = None,
-        uploads: list[str] | None = None,
-        kernel_id: str | None = None,
-        cells: list[dict[str, Any]] | None = None,
-        cells_complete: bool = False,
-    ) -> AgentSession:
-        """Start a session and its first run; returns once the run is under way.
-
-        ``max_steps`` may only lower the administrator's step budget (400 otherwise).
-        ``namespace`` describes the user's kernel variables for the model (no values);
-        ``uploads`` are ids from ``POST /uploads``, loaded into the sandbox before step 1.
-        ``kernel_id`` (the user's kernel) names the notebook through jupyter_server's
-        sessions, over ``notebook_path``; ``cells`` are the live notebook's (``livecells``).
-        """
-        from ..core.context import build_context
-        from ..record.recorder import NotebookRecorder
-        from ..tools.edit_cell import cells_of
-
+    async def create(self, owner: str, prompt: str, **request: Any) -> AgentSession:
+        """Start a session and its first run; returns once the run is under way (the
+        request's fields and their checks: ``creation.create``)."""
         if self._stopping:
             raise ApiError(503, "the server is shutting down")
         self._ensure_reaper()
-        check_text(prompt, self.settings.max_prompt_chars, "the prompt")
-        check_max_steps(max_steps, self.settings.max_steps)
-        chosen_limits = session_limits(self.default_limits, limits)
-        chosen = self.models.model_for(model)
-        notebook_path = await self.resolver.path_of_kernel(kernel_id) or notebook_path
-        workdir = self.resolver.workdir_for(notebook_path)
-        notebook = await self.resolver.notebook(notebook_path, cells, cells_complete)
-        # From here to the registration nothing awaits: the room made is this session's.
-        victims = self.room_for(owner)  # 429 when every open session is busy
-        # 404 (or 413 over the disk budget) before any sandbox
-        chosen_uploads = self.uploads.take(owner, uploads or [], chosen_limits.disk_mb)
-        lifecycle.mark(victims)
-
-        session_id = uuid.uuid4().hex[:12]
-        path = self.sessions_dir / f"{session_id}.ipynb"
-        session = AgentSession(
-            session_id, owner=owner, path=path, notebook_path=notebook_path, model=chosen.name
-        )
-        session.kernel_id = kernel_id
-        self.sessions[session_id] = session  # counts against the cap while the kernel starts
-        await self.make_room(victims)
-        try:
-            sandbox = await self.supply.get(owner, workdir, chosen_limits)
-        except BaseException:
-            del self.sessions[session_id]
-            raise
-        if session.closed:  # deleted or shut down while the kernel was starting
-            await shutdown_quietly(sandbox)
-            raise ApiError(409, f"session {session_id} was closed while starting")
-        try:
-            loaded = await self.uploads.load(chosen_uploads, sandbox)
-            recorder = NotebookRecorder(path, session_id=session_id, on_saved=self.signer.saved)
-            session.bus.subscribe(recorder.emit)
-            context = build_context(
-                workdir,
-                notebook,
-                namespace=namespace,
-                loaded=loaded,
-                preloaded=getattr(sandbox, "preloaded", None),
-            )
-            loop = build_session_agent(
-                self,
-                session,
-                chosen,
-                sandbox,
-                recorder,
-                workdir=workdir,
-                limits=chosen_limits,
-                max_steps=max_steps,
-                context=context,
-                notebook_cells=cells_of(notebook),
-            )
-        except BaseException:
-            del self.sessions[session_id]
-            await shutdown_quietly(sandbox)
-            raise
-        session.attach(loop, sandbox, recorder)
-        session.start_run(prompt)
-        return session
+        return await create(self, owner, prompt, **request)
 
     def follow_up(self, session_id: str, caller: Caller, text: str) -> AgentSession:
         session = self.get(session_id, caller, change=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -27,6 +28,12 @@ def split(value: str, parts: int) -> list[str]:
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # many concurrent sessions connect at once; 5 would drop SYNs
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up on a kept-alive connection is not an error of the model's."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class _ScriptExhausted(Exception):
