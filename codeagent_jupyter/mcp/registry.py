@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from .results import images_of, is_error, offered
+from .results import content, is_error, offered
 
 OWNER = "server-owner"
 """Whose sandboxes the registry's calls use: the owner of a single-user server."""
@@ -97,9 +97,4 @@ async def call(name: str, arguments: dict[str, Any]) -> Any:
     outcome = await session.call(name, arguments, CLIENT)
     if is_error(outcome.status):
         raise SandboxToolError(outcome.text)
-    import mcp_types as types
-
-    content: list[Any] = [types.TextContent(text=outcome.text or "(no output)")]
-    for mime, data in images_of(outcome.outputs):
-        content.append(types.ImageContent(data=data, mime_type=mime))
-    return content
+    return content(outcome.text, outcome.outputs)  # in the SDK the registry's server runs on
