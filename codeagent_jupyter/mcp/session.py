@@ -28,6 +28,10 @@ from ..core.toolset import ToolContext, Toolset, combine
 from .results import NOT_OFFERED, offered
 
 CLIENT_UNKNOWN = "an MCP client"
+SAVE_DELAY_S = 0.25
+"""How long an MCP session's notebook waits to be saved after a call (``NotebookRecorder``'s
+``save_delay``): the save and its signature come after the reply, and a client's burst of
+calls is saved once."""
 
 
 def sandbox_tools(sandbox: Any, workdir: Any, install: Toolset | None = None) -> list[Toolset]:

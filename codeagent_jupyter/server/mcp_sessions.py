@@ -19,7 +19,7 @@ from typing import Any
 from ..core.toolset import combine
 from ..mcp.results import offered
 from ..mcp.server import SessionRefused, instructions
-from ..mcp.session import ToolSession, sandbox_tools
+from ..mcp.session import SAVE_DELAY_S, ToolSession, sandbox_tools
 from . import lifecycle
 from .assembly import session_hooks, snapshot_sink
 from .errors import ApiError
@@ -174,7 +174,9 @@ class McpHub:
         if session.closed:  # the server began shutting down while the kernel started
             await shutdown_quietly(sandbox)
             raise SessionRefused("the session was closed while its sandbox started")
-        recorder = NotebookRecorder(path, session_id=session_id, on_saved=manager.signer.saved)
+        recorder = NotebookRecorder(
+            path, session_id=session_id, on_saved=manager.signer.saved, save_delay=SAVE_DELAY_S
+        )
         session.bus.subscribe(recorder.emit)
         snapshot_sink(manager, session, recorder, workdir)
         tools = ToolSession(
