@@ -29,9 +29,10 @@ from .results import NOT_OFFERED, offered
 
 CLIENT_UNKNOWN = "an MCP client"
 SAVE_DELAY_S = 0.25
-"""How long an MCP session's notebook waits to be saved after a call (``NotebookRecorder``'s
-``save_delay``): the save and its signature come after the reply, and a client's burst of
-calls is saved once."""
+"""The pause in an MCP session's calls after which its notebook is saved (``NotebookRecorder``'s
+``save_delay``; two seconds after a call at the latest): the save and its signature come
+after the reply, in the client's pause (its model thinking), and a burst of calls is saved
+once."""
 
 
 def sandbox_tools(sandbox: Any, workdir: Any, install: Toolset | None = None) -> list[Toolset]:

@@ -50,6 +50,8 @@ from .reader import SessionRecord, load_session, read_session
 __all__ = ["OUTPUT_CAP", "NotebookRecorder", "SessionRecord", "load_session", "scrub"]
 
 _NO_SAVE = {"tool_call_started", "usage", "model_retry"}
+SAVE_WITHIN = 8
+"""A deferred save waits at most this many ``save_delay``s after its first unsaved step."""
 
 
 def _mid_step(event: ev.Event) -> bool:
@@ -75,12 +77,14 @@ class NotebookRecorder:
         self.on_saved = on_saved
         """Called with the path and the exact text after each save (e.g. to sign it)."""
         self.save_delay = save_delay
-        """Seconds a completed step waits to be saved, saves of the steps in between merged
-        into one (``None``: saved at once). An MCP session's steps are its client's calls:
-        the save (and its signature) then happens after the reply, not before it, and a
-        client's burst of calls costs one save; a killed process loses at most that delay's
+        """Seconds without a completed step after which the steps so far are saved, in one
+        save (``None``: each step saved at once); within ``SAVE_WITHIN`` times that of the
+        first unsaved step at the latest. An MCP session's steps are its client's calls: the
+        save (and its signature) then happens in the pause after a reply, not before it,
+        and a burst of calls costs one save; a killed process loses at most the unsaved
         calls. The end of a run is always saved at once; ``flush`` saves what is pending."""
         self._pending: asyncio.TimerHandle | None = None
+        self._due_by = 0.0
         self._args: dict[str, Any] = {}
         self._text = NotebookText()
         if self.path is not None and self.path.exists():
@@ -159,13 +163,18 @@ class NotebookRecorder:
         if self.save_delay is None or at_once:
             self.flush()
             return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop to save later from
+            self.save()
+            return
         if self._pending is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # no event loop to save later from
-                self.save()
-                return
-            self._pending = loop.call_later(self.save_delay, self.flush)
+            self._due_by = loop.time() + SAVE_WITHIN * self.save_delay
+        elif loop.time() + self.save_delay < self._due_by:
+            self._pending.cancel()  # more steps are coming: wait for the pause after them
+        else:
+            return
+        self._pending = loop.call_later(self.save_delay, self.flush)
 
     def flush(self) -> None:
         """Save now, and drop any save that was waiting."""

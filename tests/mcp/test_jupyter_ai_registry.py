@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 
 from tests.persona.server import jupyter_server
@@ -53,7 +54,8 @@ def docs_configuration() -> str:
 @pytest.fixture
 def registry_server(tmp_path: Path, request: Any) -> Iterator[tuple[str, Path]]:
     """A real ``jupyter server`` with every installed extension: ``(MCP URL, its log)``.
-    ``request.param`` is a ``jupyter_server_config.py`` to add, or ``""``."""
+    ``request.param`` is a ``jupyter_server_config.py`` to add, or ``""``. Its sessions'
+    notebooks are in ``tmp_path / "jupyter-data" / "codeagent" / "sessions"``."""
     if MISSING:
         pytest.fail(f"{', '.join(MISSING)} not installed", pytrace=False)
     mcp_port = free_port()
@@ -120,5 +122,25 @@ async def test_the_docs_configuration_gives_agents_our_run_cell(
         outside = await c.call_tool("read_file", {"path": "/etc/passwd"}, raise_on_error=False)
         assert outside.is_error and "root:" not in text_of(outside)
     text = log.read_text()
-    assert "codeagent: MCP session" in text  # a recorded session of the server's hub
+    assert "codeagent: MCP session" in text  # a session of the server's hub
     assert "unexpected_keyword_argument" not in text
+    opened = re.search(r"MCP session (\w+) of ", text)
+    assert opened, text[-3000:]
+    notebook = log.parent / "jupyter-data" / "codeagent" / "sessions" / f"{opened[1]}.ipynb"
+    assert wait_for(lambda: "x + 1" in read(notebook))
+    nb = nbformat.reads(read(notebook), as_version=4)
+    sources = [c.source for c in nb.cells if c.cell_type == "code"]
+    assert sources[:3] == ["import os\nx = 6 * 7\nx", "x + 1", "1 / 0"]  # recorded, in order
+
+
+def read(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
+
+
+def wait_for(check: Any, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.2)
+    return check()
