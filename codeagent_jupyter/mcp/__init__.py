@@ -9,9 +9,11 @@ every MCP session is recorded as a session notebook, like ours.
 - ``results.py``: our tool schemas and outcomes in MCP's terms (text, images, isError);
 - ``session.py``: one MCP client's tool session (its calls, its events, its recording);
 - ``server.py``: the SDK server that serves tool sessions;
-- ``http.py``: the tornado handler that serves the SDK's streamable-HTTP transport;
-- ``hub.py``: the server extension's MCP sessions (per owner, capped, culled when idle);
 - ``registry.py``: the tools registered with ``jupyter-server-mcp`` (Jupyter AI).
+
+The server extension's side is in ``server/``: ``mcp_sessions.py`` (its MCP sessions: per
+owner, capped, culled when idle; no SDK needed), ``mcp_endpoint.py`` and ``mcp_handler.py``
+(``/codeagent/mcp`` over them).
 
 The ``mcp`` package is an optional dependency (``pip install codeagent-jupyter[mcp]``):
 nothing here is imported unless an MCP server is asked for.

@@ -18,7 +18,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from .results import images_of, is_error, offered
+from .results import content, is_error, offered
 
 OWNER = "server-owner"
 """Whose sandboxes the registry's calls use: the owner of a single-user server."""
@@ -26,6 +26,8 @@ CLIENT = "jupyter-server-mcp"
 KEY = "registry:jupyter-server-mcp"
 """The registry's sandbox: one for its server (a plain tool function is not told which of
 the server's MCP sessions calls it); a new one after an idle cull."""
+WHERE = "It runs in a codeagent sandbox (its own kernel and workspace), not the user's kernel."
+"""Said under each tool's description: Jupyter AI's own tools work in the user's notebook."""
 _HUB: Any = None
 _TYPES = {"string": str, "integer": int, "number": float, "boolean": bool}
 
@@ -79,14 +81,26 @@ def _function(spec: dict[str, Any]) -> Any:
         return await call(name, sent)
 
     tool.__name__ = tool.__qualname__ = name
-    tool.__doc__ = spec["description"]
+    tool.__doc__ = f"{spec['description']}\n\n{WHERE}"
     tool.__signature__ = inspect.Signature(signature)  # type: ignore[attr-defined]
     tool.__annotations__ = {p.name: p.annotation for p in signature}
     return tool
 
 
 class SandboxToolError(Exception):
-    """A call that failed: the registry's server makes it an error result with this text."""
+    """A call that failed, where the registry's server is not FastMCP: it makes the
+    exception an error result with this text."""
+
+
+def _tool_error(text: str) -> Exception:
+    """What a failed call raises: FastMCP's ``ToolError`` where FastMCP serves the registry
+    (``jupyter-server-mcp`` runs on it), whose text reaches the agent as it is (even where
+    the server masks other errors' details) and is logged without a traceback."""
+    try:
+        from fastmcp.exceptions import ToolError
+    except ImportError:
+        return SandboxToolError(text)
+    return ToolError(text)
 
 
 async def call(name: str, arguments: dict[str, Any]) -> Any:
@@ -96,10 +110,5 @@ async def call(name: str, arguments: dict[str, Any]) -> Any:
     session = await _HUB.tools_for((OWNER, KEY), CLIENT)
     outcome = await session.call(name, arguments, CLIENT)
     if is_error(outcome.status):
-        raise SandboxToolError(outcome.text)
-    import mcp_types as types
-
-    content: list[Any] = [types.TextContent(text=outcome.text or "(no output)")]
-    for mime, data in images_of(outcome.outputs):
-        content.append(types.ImageContent(data=data, mime_type=mime))
-    return content
+        raise _tool_error(outcome.text)
+    return content(outcome.text, outcome.outputs)  # in the SDK the registry's server runs on

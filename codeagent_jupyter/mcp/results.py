@@ -5,6 +5,10 @@ codes stripped, the sandbox's note said once); images the cell displayed are add
 image content, since MCP clients can show them to their model; a call that failed (the
 cell raised, timed out, the kernel died, or the call was refused) is an ``isError`` result,
 so the calling agent sees it and can correct itself, as MCP asks of tool errors.
+
+Results are built from their wire form (``mimeType``, ``isError``) with the ``mcp``
+package's own ``mcp.types``, which the 1.x SDK (Jupyter AI 3.2 pins it) and the 2.x SDK
+both validate: whichever SDK serves the result, it gets its own classes.
 """
 
 from __future__ import annotations
@@ -30,13 +34,15 @@ def offered(schemas: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def mcp_tools(schemas: Iterable[dict[str, Any]]) -> list[Any]:
     """MCP ``Tool`` definitions from OpenAI-form ones (the same names, texts and schemas)."""
-    import mcp_types as types
+    import mcp.types as types
 
     return [
-        types.Tool(
-            name=s["function"]["name"],
-            description=s["function"]["description"],
-            input_schema=s["function"]["parameters"],
+        types.Tool.model_validate(
+            {
+                "name": s["function"]["name"],
+                "description": s["function"]["description"],
+                "inputSchema": s["function"]["parameters"],
+            }
         )
         for s in offered(schemas)
     ]
@@ -67,11 +73,36 @@ def is_error(status: str) -> bool:
     return status != "ok"
 
 
+def content_of(text: str, outputs: Iterable[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """The content blocks of a result, in MCP's wire form: the text, then its images."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text or "(no output)"}]
+    for mime, data in images_of(outputs):
+        blocks.append({"type": "image", "data": data, "mimeType": mime})
+    return blocks
+
+
+def content(text: str, outputs: Iterable[dict[str, Any]] = ()) -> list[Any]:
+    """The content blocks as the installed SDK's ``TextContent`` / ``ImageContent``."""
+    import mcp.types as types
+
+    kinds = {"text": types.TextContent, "image": types.ImageContent}
+    return [kinds[b["type"]].model_validate(b) for b in content_of(text, outputs)]
+
+
+def error_result(text: str) -> Any:
+    """An ``isError`` ``CallToolResult`` with one text block (a refused call)."""
+    import mcp.types as types
+
+    return types.CallToolResult.model_validate({"content": content_of(text), "isError": True})
+
+
 def call_result(outcome: Any) -> Any:
     """The MCP ``CallToolResult`` of a ``ToolOutcome``."""
-    import mcp_types as types
+    import mcp.types as types
 
-    content: list[Any] = [types.TextContent(text=outcome.text or "(no output)")]
-    for mime, data in images_of(outcome.outputs):
-        content.append(types.ImageContent(data=data, mime_type=mime))
-    return types.CallToolResult(content=content, is_error=is_error(outcome.status))
+    return types.CallToolResult.model_validate(
+        {
+            "content": content_of(outcome.text, outcome.outputs),
+            "isError": is_error(outcome.status),
+        }
+    )

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .results import call_result, mcp_tools
+from .results import call_result, error_result, mcp_tools
 from .session import ToolSession, client_label
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ def build_server(
     instructions_text: str,
 ) -> Any:
     """An SDK ``Server`` offering ``schemas`` (OpenAI form, as our tools declare them)."""
-    import mcp_types as types
+    import mcp.types as types
     from mcp.server import Server
 
     tools = mcp_tools(schemas)
@@ -79,9 +79,7 @@ def build_server(
         try:
             session = await session_for(ctx)
         except SessionRefused as exc:
-            return types.CallToolResult(
-                content=[types.TextContent(text=f"Error: {exc}")], is_error=True
-            )
+            return error_result(f"Error: {exc}")
         outcome = await session.call(
             params.name, dict(params.arguments or {}), client_label(client_info(ctx))
         )

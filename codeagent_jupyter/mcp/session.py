@@ -28,6 +28,11 @@ from ..core.toolset import ToolContext, Toolset, combine
 from .results import NOT_OFFERED, offered
 
 CLIENT_UNKNOWN = "an MCP client"
+SAVE_DELAY_S = 0.25
+"""The pause in an MCP session's calls after which its notebook is saved (``NotebookRecorder``'s
+``save_delay``; two seconds after a call at the latest): the save and its signature come
+after the reply, in the client's pause (its model thinking), and a burst of calls is saved
+once."""
 
 
 def sandbox_tools(sandbox: Any, workdir: Any, install: Toolset | None = None) -> list[Toolset]:

@@ -16,6 +16,7 @@ import nbformat
 
 from ..events import KERNEL_TOOLS, NOT_RUN, WORKSPACE_WRITERS
 from ..timeline.state import command_source
+from .cell_schema import validate
 
 OUTPUT_CAP = 2_000_000
 """Characters of outputs kept per cell: a safety net behind the sandbox's own bound."""
@@ -52,7 +53,7 @@ def clean_outputs(outputs: list[dict[str, Any]], cap: int = OUTPUT_CAP) -> list[
     for raw in outputs:
         node = nbformat.from_dict(copy.deepcopy(raw))
         try:
-            nbformat.validate(node, ref=node.get("output_type"), version=4)
+            validate(node, ref=node.get("output_type"))
         except Exception:
             dropped += 1
             continue

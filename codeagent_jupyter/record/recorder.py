@@ -27,6 +27,7 @@ twice: log entries point at their cell). Strings that look like credentials are 
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import uuid
 from collections.abc import Callable
@@ -39,6 +40,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from .. import events as ev
 from ..util.atomic import remove_stale, write_atomic
 from ..util.redact import scrub
+from .cell_schema import validate
 from .eventlog import NOT_LOGGED, encode, sent_arguments
 from .helper_sections import HelperSections, is_helper_cell
 from .nbtext import NotebookText
@@ -48,6 +50,8 @@ from .reader import SessionRecord, load_session, read_session
 __all__ = ["OUTPUT_CAP", "NotebookRecorder", "SessionRecord", "load_session", "scrub"]
 
 _NO_SAVE = {"tool_call_started", "usage", "model_retry"}
+SAVE_WITHIN = 8
+"""A deferred save waits at most this many ``save_delay``s after its first unsaved step."""
 
 
 def _mid_step(event: ev.Event) -> bool:
@@ -66,11 +70,21 @@ class NotebookRecorder:
         *,
         session_id: str | None = None,
         on_saved: Callable[[Path, str], None] | None = None,
+        save_delay: float | None = None,
     ) -> None:
         self.path = Path(path) if path is not None else None
         """None: kept in memory only (a helper's cells for its parent's notebook)."""
         self.on_saved = on_saved
         """Called with the path and the exact text after each save (e.g. to sign it)."""
+        self.save_delay = save_delay
+        """Seconds without a completed step after which the steps so far are saved, in one
+        save (``None``: each step saved at once); within ``SAVE_WITHIN`` times that of the
+        first unsaved step at the latest. An MCP session's steps are its client's calls: the
+        save (and its signature) then happens in the pause after a reply, not before it,
+        and a burst of calls costs one save; a killed process loses at most the unsaved
+        calls. The end of a run is always saved at once; ``flush`` saves what is pending."""
+        self._pending: asyncio.TimerHandle | None = None
+        self._due_by = 0.0
         self._args: dict[str, Any] = {}
         self._text = NotebookText()
         if self.path is not None and self.path.exists():
@@ -143,7 +157,31 @@ class NotebookRecorder:
                 self._cell_decision(event)
         self._meta["events"].append(encode(entry, cell, self._meta["transcript"]))
         if saves:
+            self._save_soon(at_once=isinstance(event, ev.RunFinished))
+
+    def _save_soon(self, *, at_once: bool) -> None:
+        if self.save_delay is None or at_once:
+            self.flush()
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop to save later from
             self.save()
+            return
+        if self._pending is None:
+            self._due_by = loop.time() + SAVE_WITHIN * self.save_delay
+        elif loop.time() + self.save_delay < self._due_by:
+            self._pending.cancel()  # more steps are coming: wait for the pause after them
+        else:
+            return
+        self._pending = loop.call_later(self.save_delay, self.flush)
+
+    def flush(self) -> None:
+        """Save now, and drop any save that was waiting."""
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+        self.save()
 
     def save(self) -> None:
         """Write the notebook atomically: temp file in the same directory, then rename.
@@ -256,7 +294,7 @@ class NotebookRecorder:
     def _add(self, cell: Any, **meta: Any) -> Any:
         run = max(len(self._meta["runs"]) - 1, 0)
         cell.metadata["codeagent"] = {"run": run, **meta}
-        nbformat.validate(cell, ref=f"{cell.cell_type}_cell", version=4)
+        validate(cell, ref=f"{cell.cell_type}_cell")
         self.notebook.cells.append(cell)
         return cell
 

@@ -55,29 +55,35 @@ class CodeAgentApp(ExtensionApp):
         self.manager.models.send_session = hub_gateway
         self.manager.load_saved()
         self.settings["codeagent_manager"] = self.manager
-        self.mcp_hub = self._mcp_hub()
+        self.mcp_hub, self.mcp_endpoint = self._mcp()
         if self.mcp_hub is not None:
             self.settings["codeagent_mcp"] = self.mcp_hub
+        if self.mcp_endpoint is not None:
+            self.settings["codeagent_mcp_endpoint"] = self.mcp_endpoint
 
-    def _mcp_hub(self) -> Any:
-        """The MCP endpoint's sessions, when it is enabled and the mcp package is installed."""
+    def _mcp(self) -> tuple[Any, Any]:
+        """The MCP sessions (Jupyter AI's tool registry uses them beside any SDK) and the
+        ``/codeagent/mcp`` endpoint over them, where an SDK that serves it is installed."""
         if not self.agent_settings.mcp:
-            return None
+            return None, None
+        from ..mcp import registry
+        from .mcp_sessions import McpHub
+
+        hub = McpHub(self.manager)
+        registry.attach(hub)  # Jupyter AI's tool registry calls into the same sandboxes
         sdk = _mcp_sdk_version()
         if sdk is None or int(sdk.split(".")[0]) < 2:  # Jupyter AI 3.2 pins the 1.x SDK
             found = f"mcp {sdk} is installed" if sdk else "mcp is not installed"
             self.log.info(f"codeagent: no MCP endpoint ({found}; it needs mcp>=2.3)")
-            return None
+            return hub, None
         try:
-            from .mcp_sessions import McpHub
+            from .mcp_endpoint import McpEndpoint
+
+            endpoint = McpEndpoint(hub, idle_timeout=self.agent_settings.idle_timeout)
         except ImportError as e:
             self.log.warning(f"codeagent: no MCP endpoint: {e}")
-            return None
-        from ..mcp import registry
-
-        hub = McpHub(self.manager, idle_timeout=self.agent_settings.idle_timeout)
-        registry.attach(hub)  # Jupyter AI's tool registry calls into the same sandboxes
-        return hub
+            return hub, None
+        return hub, endpoint
 
     def _use_hub_gateway(self) -> bool:
         """On JupyterHub, talk to the class gateway with the student's own hub token; whether
@@ -97,7 +103,7 @@ class CodeAgentApp(ExtensionApp):
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(route_table() + upload_routes() + change_routes())
-        if getattr(self, "mcp_hub", None) is not None:
+        if getattr(self, "mcp_endpoint", None) is not None:
             from .mcp_handler import routes as mcp_routes
 
             self.handlers.extend(mcp_routes())
@@ -108,11 +114,15 @@ class CodeAgentApp(ExtensionApp):
 
     async def _start_services(self) -> None:
         await self.manager.ensure_pool()
-        if self.mcp_hub is not None:
-            await self.mcp_hub.start()
-            await self.mcp_hub.state_isolation()  # its first log line: the isolation
+        if self.mcp_endpoint is not None:
+            await self.mcp_endpoint.start()
+            await self.mcp_endpoint.state_isolation()  # its first log line: the isolation
+        elif self.mcp_hub is not None:
+            await self.mcp_hub.isolation()  # the registry's sandboxes: their isolation
 
     async def stop_extension(self) -> None:
+        if self.mcp_endpoint is not None:
+            await self.mcp_endpoint.stop()
         if self.mcp_hub is not None:
             await self.mcp_hub.stop()
         await self.manager.shutdown()

@@ -23,7 +23,7 @@ from tornado.iostream import StreamClosedError
 
 from .errors import ApiError
 from .handlers import BaseHandler
-from .mcp_sessions import OWNER_KEY, SESSION_HEADER
+from .mcp_endpoint import OWNER_KEY, SESSION_HEADER
 
 MCP_PATH = "/codeagent/mcp"
 
@@ -47,6 +47,10 @@ class McpHandler(BaseHandler):
     def hub(self) -> Any:
         return self.settings["codeagent_mcp"]
 
+    @property
+    def endpoint(self) -> Any:
+        return self.settings["codeagent_mcp_endpoint"]
+
     def on_connection_close(self) -> None:
         self._gone.set()
 
@@ -66,14 +70,14 @@ class McpHandler(BaseHandler):
             await self.hub.end(self.owner, session_id)
 
     async def _serve(self) -> None:
-        hub, owner = self.hub, self.owner
+        endpoint, owner = self.endpoint, self.owner
         session_id = self.request.headers.get(SESSION_HEADER)
-        if session_id and hub.closed(owner, session_id):
+        if session_id and self.hub.closed(owner, session_id):
             raise ApiError(404, "this MCP session was closed; start a new one")
         if self.request.method == "POST" and not session_id:
-            await hub.state_isolation()  # what `initialize` will say
-        await hub.start()
-        await hub.http.handle_request(self._scope(owner), self._receive, self._send)
+            await endpoint.state_isolation()  # what `initialize` will say
+        await endpoint.start()
+        await endpoint.http.handle_request(self._scope(owner), self._receive, self._send)
         if not self._finished:
             self.finish(set_content_type=self._content_type)
 

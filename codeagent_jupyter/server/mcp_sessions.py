@@ -11,7 +11,6 @@ A closed MCP session's id answers 404, so its client starts a new MCP session.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -19,8 +18,8 @@ from typing import Any
 
 from ..core.toolset import combine
 from ..mcp.results import offered
-from ..mcp.server import SessionRefused, build_server, client_info, instructions
-from ..mcp.session import ToolSession, client_label, sandbox_tools
+from ..mcp.server import SessionRefused, instructions
+from ..mcp.session import SAVE_DELAY_S, ToolSession, sandbox_tools
 from . import lifecycle
 from .assembly import session_hooks, snapshot_sink
 from .errors import ApiError
@@ -28,10 +27,6 @@ from .session import CLOSED, IDLE, RUNNING, STARTING, AgentSession
 from .supply import shutdown_quietly
 
 log = logging.getLogger(__name__)
-
-OWNER_KEY = "codeagent.owner"
-"""Where the HTTP handler puts the request's owner in the ASGI scope."""
-SESSION_HEADER = "mcp-session-id"
 
 
 class McpSession(AgentSession):
@@ -78,51 +73,28 @@ class McpSession(AgentSession):
 
 
 class McpHub:
-    """The SDK's streamable-HTTP session manager and the sandboxes of its sessions."""
+    """The MCP sessions of the server: a sandbox per key, recorded and culled like ours.
 
-    def __init__(self, manager: Any, *, idle_timeout: float | None = None) -> None:
-        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    Needs no MCP SDK: ``/codeagent/mcp`` (``mcp_endpoint.py``, on the SDK installed) and
+    Jupyter AI's tool registry (``mcp/registry.py``, on ``jupyter-server-mcp``'s SDK) both
+    call ``tools_for``, so the registry works whichever SDK Jupyter AI pins.
+    """
 
+    def __init__(self, manager: Any) -> None:
         self.manager = manager
         unstarted = sandbox_tools(None, manager.root_dir, _unasked_install(manager, None))
         self.schemas = offered(combine(unstarted).schemas())
-        self.server = build_server(self.session_for, self.schemas, instructions_text="")
         self.sessions: dict[tuple[str, str], McpSession] = {}
-        self.http = StreamableHTTPSessionManager(
-            app=self.server,
-            session_idle_timeout=idle_timeout if idle_timeout and idle_timeout > 0 else None,
-        )
-        self._running: asyncio.Task[None] | None = None
-        self._ready = asyncio.Event()
-        self._stop: asyncio.Event | None = None
         self._creating: dict[tuple[str, str], asyncio.Future[McpSession]] = {}
-
-    # -- lifetime ---------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        """Run the SDK's session manager (once) for as long as the server runs."""
-        if self._running is None:
-            self._stop = asyncio.Event()
-            self._running = asyncio.ensure_future(self._run())
-        await self._ready.wait()
-
-    async def _run(self) -> None:
-        assert self._stop is not None
-        async with self.http.run():
-            self._ready.set()
-            await self._stop.wait()
+        self._summary = ""
 
     async def stop(self) -> None:
-        if self._running is not None and self._stop is not None:
-            self._stop.set()
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(self._running, 10)
         for session in list(self.sessions.values()):
             await session.close(reason=lifecycle.SERVER_STOPPED)
 
-    async def state_isolation(self) -> str:
-        """The ``initialize`` instructions (and the line logged once): the isolation the
-        pool's sandboxes report."""
+    async def isolation(self) -> tuple[str, str]:
+        """``(summary, initialize instructions)``: the isolation the pool's sandboxes
+        report (the summary is logged once, the first line an MCP user reads)."""
         manager = self.manager
         pool = await manager.ensure_pool()
         enforcement = manager.supply.enforcement or (
@@ -137,36 +109,18 @@ class McpHub:
             error = manager.supply.status().get("error") or "no sandbox has started yet"
             summary = f"sandbox: not started ({error})"
             text = instructions(summary)
-        if self.server.instructions != text:
-            if not self.server.instructions:
-                manager.log.info("codeagent: MCP at /codeagent/mcp: %s", summary)
-            self.server.instructions = text
-        return text
+        if summary != self._summary:
+            if not self._summary:
+                manager.log.info("codeagent: MCP sandboxes: %s", summary)
+            self._summary = summary
+        return summary, text
 
     # -- sessions ---------------------------------------------------------------------------
-
-    def key_of(self, ctx: Any) -> tuple[str, str]:
-        """``(owner, MCP session id)`` of a request; on the sessionless protocol, the
-        client's name stands in for the session."""
-        request = getattr(ctx, "request", None)
-        scope = getattr(request, "scope", None) or {}
-        owner = scope.get(OWNER_KEY)
-        if not owner:
-            raise SessionRefused("this request did not come through the server's MCP endpoint")
-        headers = getattr(request, "headers", None) or {}
-        session_id = headers.get(SESSION_HEADER)
-        if session_id:
-            return owner, session_id
-        return owner, "client:" + client_label(client_info(ctx))
 
     def closed(self, owner: str, session_id: str) -> bool:
         """Whether this MCP session had a sandbox that is gone (idle, room, deleted)."""
         session = self.sessions.get((owner, session_id))
         return session is not None and session.closed
-
-    async def session_for(self, ctx: Any) -> ToolSession:
-        """The tool session of an HTTP request (its sandbox started on its first call)."""
-        return await self.tools_for(self.key_of(ctx), client_label(client_info(ctx)))
 
     async def tools_for(self, key: tuple[str, str], client: str) -> ToolSession:
         """The tool session of ``key`` (``(owner, MCP session)``), opened when new."""
@@ -220,7 +174,9 @@ class McpHub:
         if session.closed:  # the server began shutting down while the kernel started
             await shutdown_quietly(sandbox)
             raise SessionRefused("the session was closed while its sandbox started")
-        recorder = NotebookRecorder(path, session_id=session_id, on_saved=manager.signer.saved)
+        recorder = NotebookRecorder(
+            path, session_id=session_id, on_saved=manager.signer.saved, save_delay=SAVE_DELAY_S
+        )
         session.bus.subscribe(recorder.emit)
         snapshot_sink(manager, session, recorder, workdir)
         tools = ToolSession(

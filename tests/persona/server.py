@@ -50,12 +50,17 @@ def _free_port() -> int:
 
 
 @contextmanager
-def jupyter_server(base: Path, config: dict[str, Any]) -> Iterator[tuple[str, str, Path, Path]]:
-    """A running server; yields ``(base_url, token, root_dir, log_file)``."""
+def jupyter_server(
+    base: Path, config: dict[str, Any], python_config: str = ""
+) -> Iterator[tuple[str, str, Path, Path]]:
+    """A running server; yields ``(base_url, token, root_dir, log_file)``. ``python_config``
+    is a ``jupyter_server_config.py`` beside the JSON one (a configuration as a user writes it)."""
     root, config_dir = base / "root", base / "config"
     for path in (root, config_dir):
         path.mkdir(parents=True)
     (config_dir / "jupyter_server_config.json").write_text(json.dumps(config))
+    if python_config:
+        (config_dir / "jupyter_server_config.py").write_text(python_config)
     port, token = _free_port(), secrets.token_hex(16)
     env = {
         **os.environ,

@@ -421,3 +421,32 @@ def test_shell_and_file_cells_re_execute_as_written(tmp_path: Path):
         "%%bash\ncd sub\nmake",
         "%%writefile 'my notes.md'\n# hi\n",
     ]
+
+
+async def test_deferred_saves_merge_a_burst_and_end_a_run_at_once(tmp_path: Path):
+    """``save_delay`` (an MCP session's notebook): the steps of a burst are saved once,
+    after it; the end of the run is saved at once."""
+    import asyncio
+
+    path = tmp_path / "s.ipynb"
+    saves: list[str] = []
+    recorder = NotebookRecorder(path, on_saved=lambda p, text: saves.append(text), save_delay=0.2)
+    bus = EventBus([recorder.emit])
+    bus.deliver(first_run()[0])  # RunStarted: saved at once (a completed event)
+    saved_before = len(saves)
+    for i in range(5):
+        for event in tool(i + 1, f"c{i}", "run_cell", {"code": f"{i}"}, status="ok", code=f"{i}"):
+            bus.deliver(event)
+    assert len(saves) == saved_before  # nothing written on the calls' own path
+    for _ in range(100):
+        if len(saves) > saved_before:
+            break
+        await asyncio.sleep(0.05)
+    assert len(saves) == saved_before + 1  # the five calls, one save
+    assert [c.source for c in read_valid(path).cells if c.cell_type == "code"] == [
+        "0", "1", "2", "3", "4"
+    ]  # fmt: skip
+    bus.deliver(tool(6, "c6", "run_cell", {"code": "6"}, status="ok", code="6")[-1])
+    bus.deliver(ev.RunFinished(status=ev.ANSWERED, reason="", answer="done", steps=6))
+    assert len(saves) == saved_before + 2  # the end of the run: at once, with what was pending
+    assert read_valid(path).metadata["codeagent"]["runs"][0]["status"] == ev.ANSWERED
