@@ -114,8 +114,7 @@ class CodeAgentApp(ExtensionApp):
 
     async def _start_services(self) -> None:
         await self.manager.ensure_pool()
-        if self.mcp_endpoint is not None:
-            await self.mcp_endpoint.start()
+        if self.mcp_endpoint is not None:  # the SDK itself loads at its first request
             await self.mcp_endpoint.state_isolation()  # its first log line: the isolation
         elif self.mcp_hub is not None:
             await self.mcp_hub.isolation()  # the registry's sandboxes: their isolation

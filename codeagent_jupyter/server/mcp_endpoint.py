@@ -2,7 +2,10 @@
 the hub's sandboxes.
 
 Built only where an ``mcp`` SDK that can serve it is installed; the hub (``mcp_sessions.py``)
-is there either way, so Jupyter AI's tool registry has its sandboxes beside any SDK.
+is there either way, so Jupyter AI's tool registry has its sandboxes beside any SDK. The SDK
+itself (with pydantic's models and the ASGI stack under it, about 35 MB of the server's
+memory) is imported at the endpoint's first request, not at the server's start: a server
+whose users never connect an MCP client does not carry it.
 """
 
 from __future__ import annotations
@@ -24,20 +27,28 @@ class McpEndpoint:
     """The SDK's streamable-HTTP session manager, serving the hub's tool sessions."""
 
     def __init__(self, hub: McpHub, *, idle_timeout: float | None = None) -> None:
-        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-
         self.hub = hub
-        self.server = build_server(self.session_for, hub.schemas, instructions_text="")
-        self.http = StreamableHTTPSessionManager(
-            app=self.server,
-            session_idle_timeout=idle_timeout if idle_timeout and idle_timeout > 0 else None,
-        )
+        self.idle_timeout = idle_timeout if idle_timeout and idle_timeout > 0 else None
+        self.server: Any = None
+        self.http: Any = None
+        self.instructions = ""
+        """What ``initialize`` says: the isolation in force (set by ``state_isolation``)."""
         self._running: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
         self._stop: asyncio.Event | None = None
 
     async def start(self) -> None:
-        """Run the SDK's session manager (once) for as long as the server runs."""
+        """Run the SDK's session manager (once, from the first request on) for as long as
+        the server runs."""
+        if self.http is None:
+            from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+            self.server = build_server(
+                self.session_for, self.hub.schemas, instructions_text=self.instructions
+            )
+            self.http = StreamableHTTPSessionManager(
+                app=self.server, session_idle_timeout=self.idle_timeout
+            )
         if self._running is None:
             self._stop = asyncio.Event()
             self._running = asyncio.ensure_future(self._run())
@@ -59,10 +70,12 @@ class McpEndpoint:
         """The ``initialize`` instructions (and the line logged once): the isolation the
         pool's sandboxes report."""
         summary, text = await self.hub.isolation()
-        if self.server.instructions != text:
-            if not self.server.instructions:
+        if self.instructions != text:
+            if not self.instructions:
                 self.hub.manager.log.info("codeagent: MCP at /codeagent/mcp: %s", summary)
-            self.server.instructions = text
+            self.instructions = text
+            if self.server is not None:
+                self.server.instructions = text
         return text
 
     def key_of(self, ctx: Any) -> tuple[str, str]:
