@@ -33,7 +33,10 @@ async def test_resolves_against_the_environment_and_installs_into_the_overlay(
     overlay = tmp_path / "overlay"
     overlay.mkdir()
     await installer.install(plan, overlay)
-    assert not plan.staging.exists()
+    # pip resolved from the pages and core metadata: each wheel's body was fetched once,
+    # by the server itself, into the shared cache (kept there under its sha256).
+    assert served.index.body_gets(wheel.filename) == 1
+    assert installer.cache.get(wheel.sha256) is not None
     probe = "import tinyapp, tinydep; print(tinyapp.__version__, tinydep.__version__)"
     done = subprocess.run(
         [sys.executable, "-c", probe],
