@@ -87,17 +87,26 @@ class InstallTool:
         overlay = await self._overlay()
         versions = {n: str(p["version"]) for n, p in self.installed.items()}
         plan = await self.installer.plan(args["packages"], versions)
-        try:
-            if not plan.wheels:
-                return ToolOutcome(text="Already installed: " + ", ".join(args["packages"]))
-            if self.approval == "ask":
-                approve = ctx.approve if ctx is not None else None
-                details = {**args, "install": plan.describe(), "size_bytes": plan.size_bytes}
-                if approve is None or not await approve(NAME, details):
-                    return ToolOutcome.denied()
-            return await self._install(plan, overlay)
-        finally:
-            plan.discard()  # the staged wheels: installed, refused or stopped
+        if not plan.wheels:
+            return ToolOutcome(text="Already installed: " + ", ".join(args["packages"]))
+        if self.approval == "ask":
+            approve = ctx.approve if ctx is not None else None
+            details = {**args, "install": plan.describe(), "size_bytes": plan.size_bytes}
+            if approve is None or not await approve(NAME, details):
+                return ToolOutcome.denied()
+        return await self._install(plan, overlay)
+
+    async def install_now(self, packages: list[str]) -> list[dict[str, Any]]:
+        """Install ``packages`` at the user's request (their request is the approval):
+        the same policy and plan as a call, no model. The wheels installed (none when all
+        were there already)."""
+        overlay = await self._overlay()
+        versions = {n: str(p["version"]) for n, p in self.installed.items()}
+        plan = await self.installer.plan(list(packages), versions)
+        if not plan.wheels:
+            return []
+        outcome = await self._install(plan, overlay)
+        return list(outcome.packages or [])
 
     async def restore(self, recorded: Iterable[Mapping[str, Any]]) -> str:
         """Reinstall a recorded set (same versions and files); says which, in one line."""
