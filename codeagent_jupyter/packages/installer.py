@@ -102,7 +102,7 @@ class Installer:
         async with fetch.client() as http:
             for wheel in wheels:
                 cached = self.cache.get(wheel.sha256)
-                if cached is None and wheel.url and self._trusted(wheel.url):
+                if cached is None and wheel.url and self._trusted(wheel):
                     try:
                         cached = await self._fetcher().fetch(
                             http, wheel.url, wheel.sha256, room=1 << 62, max_mb=self.policy.max_mb
@@ -159,10 +159,18 @@ class Installer:
                 roots.append(Path(url2pathname(urlsplit(source).path)))
         return roots
 
-    def _trusted(self, url: str) -> bool:
-        """Whether a recorded URL is one of the policy's sources (a notebook names it)."""
-        source = self._source(url)
-        return source in self.policy.sources
+    def _indexes(self) -> list[str]:
+        """The policy's http(s) indexes, the main one first."""
+        urls = (self.policy.index_url, *self.policy.extra_index_urls)
+        return [u for u in urls if urlsplit(u).scheme in ("http", "https")]
+
+    def _trusted(self, wheel: Wheel) -> bool:
+        """Whether a recorded URL may be fetched again: one of today's policy sources
+        served it (a file of a wheel folder must still lie in one). Its hash is checked
+        either way."""
+        if urlsplit(wheel.url).scheme == "file":
+            return True  # Fetcher checks the folder
+        return wheel.index in self.policy.sources or self._source(wheel.url) in self.policy.sources
 
     def _allowed(self, name: str) -> None:
         refusal = self.policy.refusal(name)
@@ -185,22 +193,25 @@ class Installer:
         fetcher = self._fetcher()
         async with fetch.client() as http:
             sizes: dict[str, int] = {}
+            listed: dict[str, str] = {}
             pages: dict[tuple[str, str], dict[str, int]] = {}
             for wheel in planned:
                 filename = fetch.filename_of(wheel.url) if wheel.url else ""
                 cached = self.cache.get(wheel.sha256, filename) if wheel.sha256 else None
                 if cached is not None:
                     sizes[wheel.name] = cached.stat().st_size
-                    continue
-                source = self._source(wheel.url)
-                if urlsplit(wheel.url).scheme == "file":
+                elif urlsplit(wheel.url).scheme == "file":
                     path = Path(url2pathname(urlsplit(wheel.url).path))
                     sizes[wheel.name] = path.stat().st_size if path.is_file() else 0
-                    continue
-                key = (source, wheel.name)
-                if key not in pages:
-                    pages[key] = await fetch.stated_sizes(http, source, wheel.name)
-                sizes[wheel.name] = pages[key].get(filename, 0)
+                else:
+                    for index in self._indexes():  # the page that lists the file states it
+                        if (index, wheel.name) not in pages:
+                            found = await fetch.stated_sizes(http, index, wheel.name)
+                            pages[(index, wheel.name)] = found
+                        if filename in pages[(index, wheel.name)]:
+                            sizes[wheel.name] = pages[(index, wheel.name)][filename]
+                            listed[wheel.name] = index
+                            break
             stated = sum(sizes.values())
             if stated > self.limit:
                 raise fetch.over_limit(stated, self.policy.max_mb)
@@ -227,7 +238,7 @@ class Installer:
                         wheel.version,
                         size,
                         sha256,
-                        self._source(wheel.url),
+                        listed.get(wheel.name) or self._source(wheel.url),
                         path.name,
                         wheel.requested,
                         wheel.url,

@@ -2,13 +2,13 @@
 
 The sandbox has no network, so the server fetches what it needs for it: the request is
 checked (names only, the administrator's allow and deny lists, a size cap), resolved by
-pip against the kernel's own environment, downloaded as wheels (never a source
-distribution), shown to the user for approval (package, version, size, index) where the
-policy says ``ask``, and unpacked into the sandbox's overlay folder, which the kernel sees
-read-only on its ``sys.path``; the kernel's import caches are then invalidated, so the
-next cell imports the package without a restart. What was installed (name, version,
-sha256) is the outcome's ``packages``: the session notebook records it, and a resumed or
-forked session reinstalls exactly those files (``restore``).
+pip against the kernel's own environment, fetched as wheels (never a source distribution)
+into the shared cache, shown to the user for approval (package, version, size, index)
+where the policy says ``ask``, and unpacked into the sandbox's overlay folder, which the
+kernel sees read-only on its ``sys.path``; the kernel's import caches are then
+invalidated, so the next cell imports the package without a restart. What was installed
+(name, version, sha256, URL) is the outcome's ``packages``: the session notebook records
+it, and a resumed or forked session reinstalls exactly those files (``restore``).
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ class InstallTool:
             )
         overlay = Path(overlay)
         overlay.mkdir(mode=0o755, exist_ok=True)
-        if overlay.is_symlink() or not overlay.is_dir():  # pip would follow it elsewhere
+        if overlay.is_symlink() or not overlay.is_dir():  # writes would follow it elsewhere
             raise ToolError(f"{NAME}: the sandbox's package folder is not a plain folder")
         return overlay
 
