@@ -281,6 +281,21 @@ class SessionRestored(Event):
 
 
 @dataclass(frozen=True)
+class PackagesInstalled(Event):
+    """The user installed packages from the panel (or over REST), between runs: their
+    click is the approval. ``packages`` as ``ToolCallFinished.packages``; ``reason`` the
+    user's note. Recorded in the session's installed set, so a resume reinstalls them."""
+
+    type: ClassVar[str] = "packages_installed"
+    packages: list[dict[str, Any]] = field(default_factory=list)
+    reason: str = ""
+
+    def summary(self) -> str:
+        pins = ", ".join(f"{p.get('name')} {p.get('version')}" for p in self.packages)
+        return f"Installed {pins} (asked for in the panel)" if pins else "Nothing to install"
+
+
+@dataclass(frozen=True)
 class HelperEvent(Event):
     """An event of a helper agent started by the ``delegate`` tool call ``parent_tool_call_id``.
 

@@ -1,5 +1,6 @@
-"""Packages for a sandbox: the administrator's policy, and pip run outside the sandbox to
-fetch wheels (never a source distribution) into its read-only overlay folder."""
+"""Packages for a sandbox: the administrator's policy, pip run outside the sandbox to
+resolve wheels (never a source distribution), httpx to fetch them into a shared cache, and
+pypa's ``installer`` to unpack them into its read-only overlay folder."""
 
 from .installer import Installer, Plan, Wheel
 from .pip import PackageError

@@ -1,84 +1,38 @@
 """``Installer``: a request for packages becomes wheels in a sandbox's overlay folder.
 
-plan (names checked, resolved by pip against the kernel's environment and what the overlay
-holds, every package of the plan checked against the policy, the wheels downloaded and
-their size and hashes known) → the caller asks for approval with the plan → install (pip
-unpacks exactly those files into the overlay). ``restore`` reinstalls a recorded set in
-one pip call, the same files or none: pip refuses a wheel whose hash is not the recorded
-one.
+plan (names checked; resolved by ONE pip process against the kernel's environment and what
+the overlay holds; every package of the plan checked against the policy; the sizes the
+index states summed against ``max_mb`` before a byte of a wheel is fetched; each wheel
+streamed by httpx into the shared cache under the sha256 it was resolved with) → the caller
+asks for approval with the plan → install (each wheel unpacked into the overlay in this
+process by pypa's ``installer``, nothing of it run: ``unpack``). ``restore`` reinstalls a
+recorded set with no pip at all: each wheel from the cache by its recorded sha256, or
+fetched again from its recorded URL and refused when its digest differs. A set recorded
+before URLs were kept is fetched by pip, hash-pinned, as it was then.
 """
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.utils import canonicalize_name
 
 from ..errors import ToolError
-from . import pip
+from . import fetch, pip
+from .cache import WheelCache, digest
 from .pip import PackageError
 from .policy import PackagePolicy, parse_request
+from .unpack import install_wheel
+from .wheels import Plan, Wheel, recorded_wheel
 
-MB = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Wheel:
-    """One package of a plan: what the approval shows and the notebook records."""
-
-    name: str
-    version: str
-    size_bytes: int
-    sha256: str
-    index: str
-    filename: str
-    requested: bool = True
-
-    def pin(self) -> str:
-        return f"{self.name}=={self.version}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "size_bytes": self.size_bytes,
-            "sha256": self.sha256,
-            "index": self.index,
-            "filename": self.filename,
-            "requested": self.requested,
-        }
-
-
-@dataclass
-class Plan:
-    """Wheels downloaded for one call, waiting in a staging folder outside every sandbox."""
-
-    wheels: list[Wheel]
-    staging: Path
-    files: dict[str, Path] = field(default_factory=dict)
-
-    @property
-    def size_bytes(self) -> int:
-        return sum(w.size_bytes for w in self.wheels)
-
-    def describe(self) -> list[dict[str, Any]]:
-        """What the approval shows: package, version, size and index of each wheel."""
-        return [
-            {"name": w.name, "version": w.version, "size_bytes": w.size_bytes, "index": w.index}
-            for w in self.wheels
-        ]
-
-    def discard(self) -> None:
-        shutil.rmtree(self.staging, ignore_errors=True)
+MB = fetch.MB
 
 
 def default_cache_dir() -> Path:
@@ -94,6 +48,11 @@ class Installer:
         self.policy = policy
         self.python = python
         self.cache_dir = Path(policy.cache_dir) if policy.cache_dir else default_cache_dir()
+        self.cache = WheelCache(self.cache_dir)
+
+    @property
+    def limit(self) -> int:
+        return int(self.policy.max_mb * MB)
 
     async def plan(self, requests: list[str], installed: Mapping[str, str]) -> Plan:
         """The wheels ``requests`` need beyond what is installed (``installed``: the
@@ -125,39 +84,52 @@ class Installer:
             self._allowed(name)
             if installed.get(name) == version:
                 continue
-            planned.append((name, version, entry))
-        if not planned:
-            return Plan([], Path(tempfile.mkdtemp(prefix="codeagent-wheels-")))
-        plan = await self._fetch(
-            [(n, v, _url(e), _sha256(e), n in requested) for n, v, e in planned]
-        )
-        limit = self.policy.max_mb * MB
-        if plan.size_bytes > limit:
-            plan.discard()
-            raise ToolError(
-                f"install_packages: the download is {plan.size_bytes / MB:.1f} MB, over this "
-                f"server's limit of {self.policy.max_mb:g} MB"
+            planned.append(
+                Wheel(name, version, 0, _sha256(entry), "", "", name in requested, _url(entry))
             )
-        return plan
+        return await self._fetch(planned) if planned else Plan([])
 
     async def restore(self, recorded: Iterable[Mapping[str, Any]], overlay: Path) -> list[Wheel]:
         """Install the recorded wheels into ``overlay`` again, without resolving: the same
-        versions, and the same files (pip checks each against its recorded sha256)."""
-        wheels = []
-        for item in recorded:
-            name = canonicalize_name(str(item.get("name", "")))
-            version, sha256 = str(item.get("version", "")), str(item.get("sha256", ""))
-            self._allowed(name)
-            if not version or not sha256:
-                raise ToolError(f"install_packages: {name} was recorded without version or hash")
-            size = item.get("size_bytes")
-            size = size if isinstance(size, int) and not isinstance(size, bool) else 0
-            index = str(item.get("index", ""))
-            filename = str(item.get("filename", ""))
-            wheels.append(Wheel(name, version, size, sha256, index, filename))
+        versions and the same files (each checked against its recorded sha256)."""
+        wheels = [recorded_wheel(item) for item in recorded]
+        for wheel in wheels:
+            self._allowed(wheel.name)
         if not wheels:
             return []
-        pins = [(w.name, w.version, w.sha256) for w in wheels]
+        files: dict[str, Path] = {}
+        unknown = []
+        async with fetch.client() as http:
+            for wheel in wheels:
+                cached = self.cache.get(wheel.sha256)
+                if cached is None and wheel.url and self._trusted(wheel):
+                    try:
+                        cached = await self._fetcher().fetch(
+                            http, wheel.url, wheel.sha256, room=1 << 62, max_mb=self.policy.max_mb
+                        )
+                    except fetch.HashMismatch:
+                        raise _changed(wheels) from None
+                if cached is None:
+                    unknown.append(wheel)
+                else:
+                    files[wheel.name] = cached
+        if unknown:  # recorded before URLs were: pip fetches them, pinned to their hashes
+            await self._restore_by_pip(unknown, wheels, overlay)
+        await self._unpack(list(files.values()), overlay)
+        return wheels
+
+    async def install(self, plan: Plan, overlay: Path) -> None:
+        """Unpack the plan's wheels into ``overlay`` (they stay in the cache)."""
+        await self._unpack(list(plan.files.values()), overlay)
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    async def _unpack(self, files: list[Path], overlay: Path) -> None:
+        for path in files:
+            await asyncio.to_thread(install_wheel, path, overlay, interpreter=self.python)
+
+    async def _restore_by_pip(self, unknown: list[Wheel], all_: list[Wheel], overlay: Path) -> None:
+        pins = [(w.name, w.version, w.sha256) for w in unknown]
         try:
             await pip.install_pinned(
                 pins,
@@ -168,26 +140,37 @@ class Installer:
             )
         except PackageError as e:
             if "HASH" in str(e).upper():
-                raise ToolError(
-                    "install_packages: the index serves files that are not the recorded ones "
-                    f"(sha256 differs) for {', '.join(w.pin() for w in wheels)}; refusing them"
-                ) from None
+                raise _changed(all_) from None
             raise ToolError(f"install_packages: could not reinstall: {e}") from None
-        return wheels
-
-    async def install(self, plan: Plan, overlay: Path) -> None:
-        """Unpack the plan's wheels into ``overlay``; the staging folder is removed."""
-        try:
-            if plan.wheels:
-                await pip.install(list(plan.files.values()), overlay, python=self.python)
-        finally:
-            plan.discard()
-
-    # -- helpers ---------------------------------------------------------------------------
 
     def _cache(self) -> Path:
         self.cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         return self.cache_dir
+
+    def _fetcher(self) -> fetch.Fetcher:
+        self._cache()
+        return fetch.Fetcher(self.cache, self._local_roots())
+
+    def _local_roots(self) -> list[Path]:
+        """Folders a ``file:`` wheel may come from: the policy's, nothing else."""
+        roots = [Path(f) for f in self.policy.find_links if "://" not in f]
+        for source in self.policy.sources:
+            if urlsplit(source).scheme == "file":
+                roots.append(Path(url2pathname(urlsplit(source).path)))
+        return roots
+
+    def _indexes(self) -> list[str]:
+        """The policy's http(s) indexes, the main one first."""
+        urls = (self.policy.index_url, *self.policy.extra_index_urls)
+        return [u for u in urls if urlsplit(u).scheme in ("http", "https")]
+
+    def _trusted(self, wheel: Wheel) -> bool:
+        """Whether a recorded URL may be fetched again: one of today's policy sources
+        served it (a file of a wheel folder must still lie in one). Its hash is checked
+        either way."""
+        if urlsplit(wheel.url).scheme == "file":
+            return True  # Fetcher checks the folder
+        return wheel.index in self.policy.sources or self._source(wheel.url) in self.policy.sources
 
     def _allowed(self, name: str) -> None:
         refusal = self.policy.refusal(name)
@@ -195,8 +178,8 @@ class Installer:
             raise ToolError(f"install_packages: {refusal}")
 
     def _unresolved(self, error: PackageError) -> ToolError:
-        missing = missing_name = pip.missing_name(str(error))
-        if missing_name is None:
+        missing = pip.missing_name(str(error))
+        if missing is None:
             return ToolError(f"install_packages: pip could not resolve the request: {error}")
         return ToolError(
             f"install_packages: no wheel of {missing} for this Python on "
@@ -204,47 +187,64 @@ class Installer:
             "(their build code would run outside the sandbox)"
         )
 
-    async def _fetch(self, items: list[tuple[str, str, str, str, bool]]) -> Plan:
-        """Download ``(name, version, url, sha256, requested)`` into a fresh staging folder,
-        checking each file's hash against the expected one (when known)."""
-        staging = Path(tempfile.mkdtemp(prefix="codeagent-wheels-", dir=self._cache()))
-        plan = Plan([], staging)
-        try:
-            files = await pip.download(
-                [f"{name}=={version}" for name, version, *_ in items],
-                self.policy.pip_options(),
-                staging,
-                cache_dir=str(self._cache()),
-                python=self.python,
-            )
-            by_name = {canonicalize_name(parse_wheel_filename(f.name)[0]): f for f in files}
-            for name, version, url, expected, requested in items:
-                path = by_name.get(name)
+    async def _fetch(self, planned: list[Wheel]) -> Plan:
+        """Sizes first (what the index states, or the cached file's), refused over the cap
+        before any download; then each wheel not cached streamed in, the cap kept."""
+        fetcher = self._fetcher()
+        async with fetch.client() as http:
+            sizes: dict[str, int] = {}
+            listed: dict[str, str] = {}
+            pages: dict[tuple[str, str], dict[str, int]] = {}
+            for wheel in planned:
+                filename = fetch.filename_of(wheel.url) if wheel.url else ""
+                cached = self.cache.get(wheel.sha256, filename) if wheel.sha256 else None
+                if cached is not None:
+                    sizes[wheel.name] = cached.stat().st_size
+                elif urlsplit(wheel.url).scheme == "file":
+                    path = Path(url2pathname(urlsplit(wheel.url).path))
+                    sizes[wheel.name] = path.stat().st_size if path.is_file() else 0
+                else:
+                    for index in self._indexes():  # the page that lists the file states it
+                        if (index, wheel.name) not in pages:
+                            found = await fetch.stated_sizes(http, index, wheel.name)
+                            pages[(index, wheel.name)] = found
+                        if filename in pages[(index, wheel.name)]:
+                            sizes[wheel.name] = pages[(index, wheel.name)][filename]
+                            listed[wheel.name] = index
+                            break
+            stated = sum(sizes.values())
+            if stated > self.limit:
+                raise fetch.over_limit(stated, self.policy.max_mb)
+            plan = Plan([])
+            used = 0
+            for wheel in planned:
+                filename = fetch.filename_of(wheel.url) if wheel.url else ""
+                path = self.cache.get(wheel.sha256, filename) if wheel.sha256 else None
                 if path is None:
-                    raise ToolError(f"install_packages: pip did not fetch a wheel of {name}")
-                digest = _digest(path)
-                if expected and digest != expected:
-                    raise ToolError(
-                        f"install_packages: {path.name} has sha256 {digest[:12]}…, not the "
-                        f"index's {expected[:12]}…; refusing it"
+                    if not wheel.url:
+                        raise ToolError(f"install_packages: pip named no file for {wheel.name}")
+                    room = max(self.limit - used, 0)
+                    path = await fetcher.fetch(
+                        http, wheel.url, wheel.sha256, room=room, max_mb=self.policy.max_mb
                     )
-                wheel = Wheel(
-                    name,
-                    version,
-                    path.stat().st_size,
-                    digest,
-                    self._source(url),
-                    path.name,
-                    requested,
+                size = path.stat().st_size
+                used += size
+                if used > self.limit:
+                    raise fetch.over_limit(used, self.policy.max_mb)
+                sha256 = wheel.sha256 or digest(path)
+                plan.wheels.append(
+                    Wheel(
+                        wheel.name,
+                        wheel.version,
+                        size,
+                        sha256,
+                        listed.get(wheel.name) or self._source(wheel.url),
+                        path.name,
+                        wheel.requested,
+                        wheel.url,
+                    )
                 )
-                plan.wheels.append(wheel)
-                plan.files[name] = path
-        except PackageError as e:
-            plan.discard()
-            raise ToolError(f"install_packages: {e}") from None
-        except BaseException:
-            plan.discard()
-            raise
+                plan.files[wheel.name] = path
         return plan
 
     def _source(self, url: str) -> str:
@@ -264,6 +264,13 @@ class Installer:
         return self.policy.sources[0] if self.policy.sources else url
 
 
+def _changed(wheels: list[Wheel]) -> ToolError:
+    return ToolError(
+        "install_packages: the index serves files that are not the recorded ones "
+        f"(sha256 differs) for {', '.join(w.pin() for w in wheels)}; refusing them"
+    )
+
+
 def _url(entry: Mapping[str, Any]) -> str:
     return str(entry.get("download_info", {}).get("url", ""))
 
@@ -275,11 +282,3 @@ def _sha256(entry: Mapping[str, Any]) -> str:
         return str(hashes["sha256"])
     text = str(info.get("hash", ""))
     return text.split("=", 1)[1] if text.startswith("sha256=") else ""
-
-
-def _digest(path: Path) -> str:
-    sha = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            sha.update(block)
-    return sha.hexdigest()

@@ -1,4 +1,5 @@
-"""pip, run outside the sandbox for it: resolve, download and install wheels, nothing else.
+"""pip, run outside the sandbox for it: the one resolve of an install (and, for a session
+recorded before wheel URLs were kept, a hash-pinned reinstall), nothing else.
 
 Every command is pip itself (``python -I -m pip``: isolated mode, so neither the server's
 ``PYTHONPATH`` nor a package installed for a sandbox can be imported by it), with no pip
@@ -112,47 +113,6 @@ async def resolve(
         )
         data = json.loads(report.read_text(encoding="utf-8"))
     return list(data.get("install", []))
-
-
-async def download(
-    pins: list[str], options: list[str], dest: Path, *, cache_dir: str, python: str = sys.executable
-) -> list[Path]:
-    """Fetch exactly ``pins`` (``name==version``, no dependencies) as wheels into ``dest``."""
-    await run_pip(
-        [
-            "download",
-            "--quiet",
-            "--no-deps",
-            *WHEELS_ONLY,
-            "--cache-dir",
-            cache_dir,
-            "--dest",
-            str(dest),
-            *options,
-            *pins,
-        ],
-        python=python,
-    )
-    return sorted(dest.glob("*.whl"))
-
-
-async def install(wheels: list[Path], target: Path, *, python: str = sys.executable) -> None:
-    """Unpack ``wheels`` (files here, no index, no dependencies) into the folder ``target``."""
-    await run_pip(
-        [
-            "install",
-            "--quiet",
-            "--no-index",
-            "--no-deps",
-            *WHEELS_ONLY,
-            "--no-warn-script-location",
-            "--upgrade",
-            "--target",
-            str(target),
-            *(str(w) for w in wheels),
-        ],
-        python=python,
-    )
 
 
 async def install_pinned(

@@ -155,6 +155,8 @@ class NotebookRecorder:
                 cell = self._run_finished(event)
             case ev.CellDecision():
                 self._cell_decision(event)
+            case ev.PackagesInstalled():
+                cell = self._packages_from_panel(event)
         self._meta["events"].append(encode(entry, cell, self._meta["transcript"]))
         if saves:
             self._save_soon(at_once=isinstance(event, ev.RunFinished))
@@ -252,6 +254,25 @@ class NotebookRecorder:
         for package in e.packages or []:
             kept[package.get("name")] = {**copy.deepcopy(package), "run": run, "step": e.step}
         self._meta["packages"] = list(kept.values())
+
+    def _packages_from_panel(self, e: ev.PackagesInstalled) -> Any:
+        """An install between runs: in the installed set as of the next run's start (a
+        fork within an earlier run does not get it), and as a note in the notebook."""
+        run = len(self._meta["runs"])
+        kept = {p.get("name"): p for p in self._meta.get("packages", [])}
+        for package in e.packages:
+            kept[package.get("name")] = {**copy.deepcopy(package), "run": run, "step": 0}
+        self._meta["packages"] = list(kept.values())
+        note = f"**{e.summary()}.**" + (f" {e.reason}" if e.reason else "")
+        cell = new_markdown_cell(note)
+        cell.metadata["codeagent"] = {
+            "run": run,
+            "kind": "install",
+            "packages": copy.deepcopy(e.packages),
+        }
+        nbformat.validate(cell, ref="markdown_cell", version=4)
+        self.notebook.cells.append(cell)
+        return cell
 
     def _usage(self, e: ev.UsageUpdated) -> None:
         usage = self._meta["usage"]

@@ -27,6 +27,8 @@ enables it on ``pip install``. Routes (all behind the server's auth, resource ``
                                                 for the rest of the session)
     POST   sessions/ID/cells/CALL/accept|reject    record the user's decision
     GET    sessions/ID/notebook                    the session .ipynb
+    POST   sessions/ID/packages {packages, reason}  install between runs, without the model
+                                                   (the user's request is the approval)
     POST   uploads?name=N&format=F&sha256=H  <bytes>  one ``--with`` variable (parquet|pickle),
                                                    streamed; its ``id`` goes in ``uploads``
 

@@ -19,6 +19,7 @@ from ..errors import ConfigError
 from ..util.hardening import make_undumpable
 from .changes import routes as change_routes
 from .handlers import route_table
+from .installs import routes as install_routes
 from .manager import SessionManager
 from .settings import CodeAgent, state_dir
 from .uploads import routes as upload_routes
@@ -102,7 +103,7 @@ class CodeAgentApp(ExtensionApp):
         return gateway is not None
 
     def initialize_handlers(self) -> None:
-        self.handlers.extend(route_table() + upload_routes() + change_routes())
+        self.handlers.extend(route_table() + upload_routes() + change_routes() + install_routes())
         if getattr(self, "mcp_endpoint", None) is not None:
             from .mcp_handler import routes as mcp_routes
 

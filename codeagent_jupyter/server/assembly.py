@@ -68,6 +68,7 @@ def build_session_agent(
     install = install if install is not None else install_tool(manager, sandbox)
     if install is not None:
         tools.append(install)
+    session.installs = install  # the panel's installs go through it too (``installs``)
     return build_agent(
         model,
         sandbox,

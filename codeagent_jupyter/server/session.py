@@ -88,6 +88,8 @@ class AgentSession:
         self.source: str | None = None
         """For a fork: the session it was forked from (its snapshots are being read)."""
         self.hooks: Any = None
+        self.installs: Any = None
+        """The session's ``install_packages`` tool (None when installs are off)."""
         """The ``HookChain`` of the session's current loop, if hooks are enabled."""
 
     # -- state ----------------------------------------------------------------------------

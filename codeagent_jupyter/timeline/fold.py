@@ -92,6 +92,9 @@ def reduce(state: SessionState, event: ev.Event) -> SessionState:
             new = _update(state, CellItem, event.tool_call_id, decision=event.accepted)
         case ev.HelperEvent():
             new = _helper_event(state, event)
+        case ev.PackagesInstalled():
+            note = NoteItem(f"installed-{event.seq}", event.summary(), ())
+            new = replace(state, items=(*state.items, note))
         case ev.SessionRestored():
             note = NoteItem(f"restored-{event.seq}", event.summary, tuple(event.problems))
             new = replace(state, items=(*state.items, note))

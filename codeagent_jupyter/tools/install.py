@@ -2,13 +2,13 @@
 
 The sandbox has no network, so the server fetches what it needs for it: the request is
 checked (names only, the administrator's allow and deny lists, a size cap), resolved by
-pip against the kernel's own environment, downloaded as wheels (never a source
-distribution), shown to the user for approval (package, version, size, index) where the
-policy says ``ask``, and unpacked into the sandbox's overlay folder, which the kernel sees
-read-only on its ``sys.path``; the kernel's import caches are then invalidated, so the
-next cell imports the package without a restart. What was installed (name, version,
-sha256) is the outcome's ``packages``: the session notebook records it, and a resumed or
-forked session reinstalls exactly those files (``restore``).
+pip against the kernel's own environment, fetched as wheels (never a source distribution)
+into the shared cache, shown to the user for approval (package, version, size, index)
+where the policy says ``ask``, and unpacked into the sandbox's overlay folder, which the
+kernel sees read-only on its ``sys.path``; the kernel's import caches are then
+invalidated, so the next cell imports the package without a restart. What was installed
+(name, version, sha256, URL) is the outcome's ``packages``: the session notebook records
+it, and a resumed or forked session reinstalls exactly those files (``restore``).
 """
 
 from __future__ import annotations
@@ -87,17 +87,26 @@ class InstallTool:
         overlay = await self._overlay()
         versions = {n: str(p["version"]) for n, p in self.installed.items()}
         plan = await self.installer.plan(args["packages"], versions)
-        try:
-            if not plan.wheels:
-                return ToolOutcome(text="Already installed: " + ", ".join(args["packages"]))
-            if self.approval == "ask":
-                approve = ctx.approve if ctx is not None else None
-                details = {**args, "install": plan.describe(), "size_bytes": plan.size_bytes}
-                if approve is None or not await approve(NAME, details):
-                    return ToolOutcome.denied()
-            return await self._install(plan, overlay)
-        finally:
-            plan.discard()  # the staged wheels: installed, refused or stopped
+        if not plan.wheels:
+            return ToolOutcome(text="Already installed: " + ", ".join(args["packages"]))
+        if self.approval == "ask":
+            approve = ctx.approve if ctx is not None else None
+            details = {**args, "install": plan.describe(), "size_bytes": plan.size_bytes}
+            if approve is None or not await approve(NAME, details):
+                return ToolOutcome.denied()
+        return await self._install(plan, overlay)
+
+    async def install_now(self, packages: list[str]) -> list[dict[str, Any]]:
+        """Install ``packages`` at the user's request (their request is the approval):
+        the same policy and plan as a call, no model. The wheels installed (none when all
+        were there already)."""
+        overlay = await self._overlay()
+        versions = {n: str(p["version"]) for n, p in self.installed.items()}
+        plan = await self.installer.plan(list(packages), versions)
+        if not plan.wheels:
+            return []
+        outcome = await self._install(plan, overlay)
+        return list(outcome.packages or [])
 
     async def restore(self, recorded: Iterable[Mapping[str, Any]]) -> str:
         """Reinstall a recorded set (same versions and files); says which, in one line."""
@@ -134,7 +143,7 @@ class InstallTool:
             )
         overlay = Path(overlay)
         overlay.mkdir(mode=0o755, exist_ok=True)
-        if overlay.is_symlink() or not overlay.is_dir():  # pip would follow it elsewhere
+        if overlay.is_symlink() or not overlay.is_dir():  # writes would follow it elsewhere
             raise ToolError(f"{NAME}: the sandbox's package folder is not a plain folder")
         return overlay
 

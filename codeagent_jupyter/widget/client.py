@@ -240,6 +240,12 @@ class AgentClient:
         verb = "accept" if accept else "reject"
         return await self.request("POST", f"/sessions/{_q(session_id)}/cells/{_q(cell_id)}/{verb}")
 
+    async def install(self, session_id: str, packages: list[str], reason: str) -> dict[str, Any]:
+        """Install packages into the session's sandbox now (between runs): the user's own
+        request, so no approval is asked; the ``packages_installed`` event, with ``summary``."""
+        body = {"packages": packages, "reason": reason}
+        return await self.request("POST", f"/sessions/{_q(session_id)}/packages", body)
+
     async def delete(self, session_id: str) -> dict[str, Any]:
         return await self.request("DELETE", f"/sessions/{_q(session_id)}")
 

@@ -31,6 +31,7 @@ from .changes_view import ChangesView
 from .client import AgentClient, CodeAgentError
 from .handoff import cell_source
 from .header import Header
+from .install_box import InstallBox
 from .make import make_view
 from .panel_clicks import PanelClicks
 from .picker import VariablePicker
@@ -109,6 +110,7 @@ class AgentPanel(PanelClicks):
         self.picker = VariablePicker(lambda: self.namespace_of() if self.namespace_of else [])
         self.sessions = SessionList(self)
         self.changes = ChangesView(self)
+        self.installs = InstallBox(self)
         self.widget = w.VBox(
             [
                 self.header.widget,
@@ -117,6 +119,7 @@ class AgentPanel(PanelClicks):
                 self.notice,
                 self.picker.widget,
                 self.composer,
+                self.installs.widget,
                 self.sessions.widget,
             ],
             layout=w.Layout(border=f"1px solid {theme.BORDER}", padding="6px", width="100%"),
@@ -193,6 +196,7 @@ class AgentPanel(PanelClicks):
         self.send.disabled = running or "send" in self._busy
         self.send.description = "Follow up" if started else "Send"
         self.prompt.disabled = running
+        self.installs.sync(started=started, running=running, busy="install" in self._busy)
 
     def say(self, text: str, *, transient: bool = False) -> None:
         """A one-line notice under the timeline (what happened to an Accept, an error).

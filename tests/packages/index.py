@@ -4,7 +4,11 @@
 sha256 hashes) of a tiny generated project; ``make_sdist`` a source distribution whose
 ``setup.py`` would leave a marker file if anything ever ran it. ``PackageIndex`` lays them
 out as a static PEP 503 simple index (``/simple/<name>/`` pages of links with ``#sha256=``)
-and serves it with ``http.server`` on a free loopback port.
+and serves it with ``http.server`` on a free loopback port. Like PyPI it also answers the
+PEP 691 JSON form of each project page (with each file's PEP 700 ``size``) and serves each
+wheel's core metadata beside it (PEP 658/714), so pip resolves without fetching a wheel;
+``json=False`` and ``metadata=False`` make a plain PEP 503 index. Every request is logged
+(``log``: method and path), so a test can tell which wheel bodies were fetched.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import base64
 import hashlib
 import html
 import io
+import json
 import re
 import tarfile
 import threading
@@ -103,15 +108,33 @@ class _Quiet(SimpleHTTPRequestHandler):
         pass
 
 
-class PackageIndex:
-    """A static PEP 503 index of the files in ``root/files``, served on 127.0.0.1."""
+JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 
-    def __init__(self, root: Path) -> None:
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class PackageIndex:
+    """A static PEP 503 index of the files in ``root/files``, served on 127.0.0.1.
+
+    ``stated_sizes``: file name -> the size the JSON page claims (a lying index);
+    ``unsized``: names served without ``Content-Length`` (the body ends at the close).
+    """
+
+    def __init__(self, root: Path, *, json: bool = True, metadata: bool = True) -> None:
         self.root = root
         self.files = root / "files"
         self.files.mkdir(parents=True, exist_ok=True)
+        self.json = json
+        self.metadata = metadata
+        self.stated_sizes: dict[str, int] = {}
+        self.unsized: set[str] = set()
+        self.sent: dict[str, int] = {}
+        """Body bytes written per file name (what a client that aborts did not read)."""
         self._server: ThreadingHTTPServer | None = None
         self.requests = 0
+        self.log: list[tuple[str, str]] = []
 
     def add(self, path: Path) -> Path:
         """Publish ``path`` (a wheel or sdist made elsewhere) and rebuild the pages."""
@@ -121,9 +144,15 @@ class PackageIndex:
         self.write_pages()
         return target
 
+    def body_gets(self, name: str) -> int:
+        """How many GETs asked for the body of the file ``name``."""
+        return sum(1 for m, p in self.log if m == "GET" and p.endswith("/files/" + name))
+
     def write_pages(self) -> None:
         projects: dict[str, list[Path]] = {}
         for f in sorted(self.files.iterdir()):
+            if f.name.endswith(".metadata"):
+                continue
             stem = f.name.split("-")[0]
             projects.setdefault(_norm(stem), []).append(f)
         simple = self.root / "simple"
@@ -133,20 +162,81 @@ class PackageIndex:
         for project, files in projects.items():
             page = simple / project
             page.mkdir(exist_ok=True)
-            anchors = "".join(
-                f'<a href="../../files/{html.escape(f.name)}#sha256='
-                f'{hashlib.sha256(f.read_bytes()).hexdigest()}">{html.escape(f.name)}</a>\n'
-                for f in files
-            )
-            (page / "index.html").write_text(f"<!DOCTYPE html><html><body>{anchors}</body></html>")
+            anchors, entries = [], []
+            for f in files:
+                data = f.read_bytes()
+                entry = {
+                    "filename": f.name,
+                    "url": f"../../files/{f.name}",
+                    "hashes": {"sha256": _sha(data)},
+                    "size": self.stated_sizes.get(f.name, len(data)),
+                }
+                extra = ""
+                if self.metadata and f.suffix == ".whl":
+                    meta = _wheel_metadata(data)
+                    Path(f"{f}.metadata").write_bytes(meta)
+                    digest = {"sha256": _sha(meta)}
+                    entry["core-metadata"] = entry["dist-info-metadata"] = digest
+                    value = f"sha256={digest['sha256']}"
+                    extra = f' data-core-metadata="{value}" data-dist-info-metadata="{value}"'
+                anchors.append(
+                    f'<a href="../../files/{html.escape(f.name)}#sha256={_sha(data)}"{extra}>'
+                    f"{html.escape(f.name)}</a>\n"
+                )
+                entries.append(entry)
+            body = "".join(anchors)
+            (page / "index.html").write_text(f"<!DOCTYPE html><html><body>{body}</body></html>")
+            listing = {"meta": {"api-version": "1.1"}, "name": project, "files": entries}
+            (page / "index.json").write_text(json.dumps(listing))
 
     def start(self) -> PackageIndex:
         index = self
 
         class Handler(_Quiet):
+            def do_HEAD(self) -> None:
+                index.log.append(("HEAD", self.path))
+                super().do_HEAD()
+
             def do_GET(self) -> None:
                 index.requests += 1
+                index.log.append(("GET", self.path))
+                name = self.path.rsplit("/", 1)[-1]
+                if index.json and JSON_TYPE in self.headers.get("Accept", ""):
+                    page = Path(self.translate_path(self.path)) / "index.json"
+                    if self.path.endswith("/") and page.is_file():
+                        return self._send(page.read_bytes(), JSON_TYPE)
+                path = index.files / name
+                if self.path.startswith("/files/") and path.is_file() and path.suffix == ".whl":
+                    return self._file(path, sized=name not in index.unsized)
                 super().do_GET()
+
+            def _send(self, data: bytes, kind: str) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _file(self, path: Path, *, sized: bool) -> None:
+                """A wheel's body in blocks; ``sent`` counts what went out before the client
+                left. Unsized: no length (HTTP/1.0, the body ends when the connection does)."""
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                if sized:
+                    self.send_header("Content-Length", str(path.stat().st_size))
+                else:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
+                self.end_headers()
+                index.sent[path.name] = 0
+                with path.open("rb") as f:
+                    for block in iter(lambda: f.read(64 * 1024), b""):
+                        try:
+                            self.wfile.write(block)
+                        except OSError:
+                            self.close_connection = True
+                            break
+                        index.sent[path.name] += len(block)
 
         self._server = ThreadingHTTPServer(
             ("127.0.0.1", 0), partial(Handler, directory=str(self.root))
@@ -168,6 +258,13 @@ class PackageIndex:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+def _wheel_metadata(data: bytes) -> bytes:
+    """The METADATA file of the wheel ``data`` (what PEP 658 serves beside it)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        [name] = [n for n in zf.namelist() if n.endswith(".dist-info/METADATA")]
+        return zf.read(name)
 
 
 @dataclass

@@ -4,6 +4,7 @@ resolved, downloaded and refused (no kernel: the overlay is a plain folder here)
 from __future__ import annotations
 
 import hashlib
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,7 +34,10 @@ async def test_resolves_against_the_environment_and_installs_into_the_overlay(
     overlay = tmp_path / "overlay"
     overlay.mkdir()
     await installer.install(plan, overlay)
-    assert not plan.staging.exists()
+    # pip resolved from the pages and core metadata: each wheel's body was fetched once,
+    # by the server itself, into the shared cache (kept there under its sha256).
+    assert served.index.body_gets(wheel.filename) == 1
+    assert installer.cache.get(wheel.sha256) is not None
     probe = "import tinyapp, tinydep; print(tinyapp.__version__, tinydep.__version__)"
     done = subprocess.run(
         [sys.executable, "-c", probe],
@@ -168,3 +172,41 @@ async def test_a_package_in_the_overlay_never_runs_in_the_servers_pip(
     await installer.install(again, overlay)
     await installer.restore([w.to_dict() for w in plan.wheels], overlay)
     assert not marker.exists()
+
+
+async def test_restore_needs_no_pip_from_the_cache_or_the_recorded_url(
+    served, tmp_path: Path
+) -> None:
+    """A resume reinstalls from the shared cache by sha256; with the cache emptied, from
+    the recorded URL — pip is never started (it would read the index's project pages)."""
+    installer = _installer(served)
+    plan = await installer.plan(["tinydep==1.0"], {})
+    recorded = [w.to_dict() for w in plan.wheels]
+    assert recorded[0]["url"].endswith("/files/" + recorded[0]["filename"])
+    served.index.log.clear()
+    cached = tmp_path / "from-cache"
+    cached.mkdir()
+    await installer.restore(recorded, cached)
+    assert (cached / "tinydep" / "__init__.py").is_file()
+    assert served.index.log == []  # nothing asked of the index at all
+    shutil.rmtree(served.cache)
+    fetched = tmp_path / "from-url"
+    fetched.mkdir()
+    await _installer(served).restore(recorded, fetched)
+    assert (fetched / "tinydep" / "__init__.py").is_file()
+    assert served.index.log == [("GET", "/files/" + recorded[0]["filename"])]
+
+
+async def test_a_set_recorded_before_urls_were_kept_still_reinstalls(
+    served, tmp_path: Path
+) -> None:
+    """Older notebooks record name, version, sha256 and index only: what the cache lacks
+    comes back through one hash-pinned pip call, as it did then."""
+    plan = await _installer(served).plan(["tinydep==1.0"], {})
+    old = [{k: v for k, v in w.to_dict().items() if k != "url"} for w in plan.wheels]
+    shutil.rmtree(served.cache)
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    again = await _installer(served).restore(old, overlay)
+    assert [w.pin() for w in again] == ["tinydep==1.0"]
+    assert (overlay / "tinydep" / "__init__.py").is_file()

@@ -82,6 +82,9 @@ def one_of_each() -> list[ev.Event]:
         ev.AssistantMessage(step=2, message={"role": "assistant", "content": "Done."}),
         ev.RunFinished(status=ev.ANSWERED, answer="Done.", steps=2, usage={"total_tokens": 7}),
         ev.CellDecision(cell_id="c1", accepted=True),
+        ev.PackagesInstalled(
+            packages=[{"name": "tinydep", "version": "1.0", "sha256": "ab" * 32}], reason="r"
+        ),
         ev.ChildEvent(
             parent_tool_call_id="c9",
             child="1-1",
