@@ -26,6 +26,7 @@ from .runner import Approver, ToolRunner
 from .starting import HeadStart, StartingSandbox
 from .stopping import RunStopped, StopSignal
 from .toolset import ToolContext, Toolset, combine
+from .transcript import answer_open_calls
 from .usage import Totals, clean_message, empty_reply_error, is_empty
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,7 @@ class AgentLoop:
         content = f"{self.context}\n\n## Request\n{prompt}" if first else prompt
         self._steps_taken = 0
         content = f"{budget_line(self.config, 0, 0.0, self.usage.total)}\n\n{content}"
+        answer_open_calls(self.messages)  # the last run's task was cancelled inside a call
         self.messages.append({"role": "user", "content": content})
         try:
             head = await self._head_start()

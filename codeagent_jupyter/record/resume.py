@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import events as ev
+from ..core.transcript import INTERRUPTED_CALL, answer_open_calls  # noqa: F401 (its name here)
 from ..errors import ConfigError
 from .eventlog import decode_notebook, plain
 from .reader import read_session
 
-INTERRUPTED_CALL = "Not run: the session was interrupted before this call finished."
 """The tool message for a call the notebook shows started but never finished."""
 
 
@@ -108,8 +108,8 @@ def plan(
 def conversation(events: list[ev.Event], run: int, step: int | None) -> list[dict[str, Any]]:
     """The messages the model had seen by the cut: prompts, its turns, the tool results.
 
-    A tool call that never finished (the process was killed) is answered with
-    ``INTERRUPTED_CALL``, since the API rejects a call without its answer.
+    A tool call that never finished (the process was killed, the run's task cancelled) is
+    answered with ``INTERRUPTED_CALL``, since the API rejects a call without its answer.
     """
     messages: list[dict[str, Any]] = []
     current = -1
@@ -118,40 +118,21 @@ def conversation(events: list[ev.Event], run: int, step: int | None) -> list[dic
             current = event.run_index
             if current > run:
                 break
+            answer_open_calls(messages)  # an earlier run cut off inside a call
             messages.append({"role": "user", "content": event.prompt})
             continue
         at = getattr(event, "step", None)
         if current == run and step is not None and at is not None and at > step:
             continue
         if isinstance(event, ev.AssistantMessage):
-            _answer_open_calls(messages)
+            answer_open_calls(messages)
             messages.append(plain(event.message))
         elif isinstance(event, ev.ToolCallFinished):
             messages.append(
                 {"role": "tool", "tool_call_id": event.tool_call_id, "content": event.result}
             )
-    _answer_open_calls(messages)
+    answer_open_calls(messages)
     return messages
-
-
-def _answer_open_calls(messages: list[dict[str, Any]]) -> None:
-    """Answer the latest assistant message's calls that have no tool message yet."""
-    for index in range(len(messages) - 1, -1, -1):
-        msg = messages[index]
-        if msg["role"] == "assistant":
-            answered = {m.get("tool_call_id") for m in messages[index + 1 :]}
-            for call in msg.get("tool_calls") or []:
-                if call.get("id") not in answered:
-                    messages.append(
-                        {
-                            "role": "tool",
-                            "tool_call_id": call.get("id"),
-                            "content": INTERRUPTED_CALL,
-                        }
-                    )
-            return
-        if msg["role"] == "user":
-            return
 
 
 def _steps(nb: Any) -> list[tuple[int, int]]:

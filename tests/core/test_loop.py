@@ -249,6 +249,33 @@ async def test_cancel_interrupts_running_cell(scripted_model, sandbox, tmp_path)
     assert "still here" in result.text
 
 
+async def test_a_run_task_cancelled_inside_a_cell_leaves_a_follow_up_the_api_accepts(
+    scripted_model, sandbox, tmp_path
+):
+    """The run's task itself cancelled while its cell runs (as a pause or a shutdown does):
+    the call has no result, and the next run must answer it before its prompt (the scripted
+    model refuses a conversation with an unanswered call, as the real APIs do)."""
+    import asyncio
+
+    scripted_model.set_script([tool_calls(("run_cell", {"code": "import time; time.sleep(30)"}))])
+    loop, sink, _ = make_loop(scripted_model, sandbox, tmp_path)
+    task = asyncio.ensure_future(loop.run("wait"))
+    for _ in range(200):
+        if sink.of(ev.ToolCallStarted):
+            break
+        await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await sandbox.interrupt()
+    scripted_model.set_script([text("fine")])
+    finished = await loop.run("go on")
+    assert finished.status == ev.ANSWERED and finished.answer == "fine"
+    sent = scripted_model.requests[-1]["messages"]
+    prompt = next(i for i, m in enumerate(sent) if m["role"] == "user" and "go on" in m["content"])
+    assert sent[prompt - 1]["role"] == "tool" and "interrupted" in sent[prompt - 1]["content"]
+
+
 async def test_raw_newlines_in_arguments_are_accepted(scripted_model, sandbox, tmp_path):
     """Local models often put real newlines inside JSON strings; the intent is clear."""
     scripted_model.set_script(

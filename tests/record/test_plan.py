@@ -8,7 +8,8 @@ import nbformat
 import pytest
 
 from codeagent_jupyter.errors import ConfigError
-from codeagent_jupyter.record.resume import INTERRUPTED_CALL, plan
+from codeagent_jupyter.record.eventlog import decode_notebook
+from codeagent_jupyter.record.resume import INTERRUPTED_CALL, conversation, plan
 from tests.scripted_model.validation import conversation_problem
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -49,3 +50,20 @@ def test_a_call_cut_off_mid_step_is_answered(tmp_path: Path) -> None:
     todo = plan(path)
     assert todo.messages[-1]["content"] == INTERRUPTED_CALL
     assert conversation_problem(_request(todo.messages)) is None
+
+
+def test_a_call_cut_off_before_a_later_run_is_answered_before_its_prompt(tmp_path: Path) -> None:
+    """A run whose task was cancelled inside a call (a pause, an interrupt), then another
+    run: the call is answered before the next prompt, where the API needs its answer."""
+    nb = nbformat.read(FIXTURES / OLD[1], as_version=4)
+    events = nb.metadata.codeagent.events
+    last_finished = max(i for i, e in enumerate(events) if e["type"] == "tool_call_finished")
+    del events[last_finished:]
+    first = next(e for e in events if e["type"] == "run_started")
+    events.append({**first, "run_index": 1, "prompt": "and now the totals"})
+    path = tmp_path / "cut-then-run.ipynb"
+    nbformat.write(nb, path)
+    messages = conversation(decode_notebook(nbformat.read(path, as_version=4)), 1, None)
+    prompt = next(i for i, m in enumerate(messages) if m["content"] == "and now the totals")
+    assert messages[prompt - 1]["content"] == INTERRUPTED_CALL
+    assert conversation_problem(_request(messages)) is None
