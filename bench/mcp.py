@@ -101,7 +101,12 @@ async def with_server(root: Path, calls: int, sessions: int) -> tuple[list[float
         "--CodeAgent.pool_size=2", "--CodeAgent.model=none", "--ServerApp.open_browser=False",
         "--allow-root", "--MCPExtensionApp.mcp_port=0",
     ]  # fmt: skip
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime)}
+    env = {  # the server's sessions and signatures stay in the bench's temporary folder
+        **os.environ,
+        "JUPYTER_RUNTIME_DIR": str(runtime),
+        "JUPYTER_DATA_DIR": str(root.parent / "data"),
+        "JUPYTER_CONFIG_DIR": str(root.parent / "config"),
+    }
     with log.open("w") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
     try:

@@ -157,6 +157,7 @@ class AgentSession:
             "paused": self.paused,
             "restored": self.restored,
             "snapshots": self.snapshots.status() if self.snapshots is not None else None,
+            "installs": self.installs is not None,  # POST …/packages is offered
         }
 
     def detail(self) -> dict[str, Any]:

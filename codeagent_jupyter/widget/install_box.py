@@ -6,7 +6,8 @@ takes them) and an optional note go to ``POST …/sessions/ID/packages``; the cl
 approval. The server applies the administrator's policy (allow and deny lists, wheels
 only, ``max_mb``) and answers with what it installed, or one line saying why not, shown
 here. The install also arrives as a ``packages_installed`` event, a note in the timeline.
-The section is there once a session exists; Install is off while a run is going.
+The section is there once a session exists whose server offers installs (the session's
+``installs``); Install is off while a run is going.
 """
 
 from __future__ import annotations
@@ -52,9 +53,11 @@ class InstallBox:
         self.widget.set_title(0, "Install packages")
         self.widget.add_class("codeagent-packages")
         self.widget.layout.display = "none"
+        self.offered = True
+        """The session's server installs packages (its summary's ``installs``)."""
 
     def sync(self, *, started: bool, running: bool, busy: bool) -> None:
-        self.widget.layout.display = "" if started else "none"
+        self.widget.layout.display = "" if started and self.offered else "none"
         self.button.disabled = running or busy
 
     def _on_click(self) -> None:

@@ -238,6 +238,7 @@ class AgentPanel(PanelClicks):
                 self.prompt.value = prompt  # nothing started: give the request back
             raise
         self.session_id = summary["id"]
+        self.installs.offered = bool(summary.get("installs", True))
         self.header.set_session(self.session_id)
         self.say("")
         self.follow()

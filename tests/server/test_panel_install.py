@@ -72,6 +72,7 @@ async def test_the_owner_installs_between_runs_and_a_resume_reinstalls(
     scripted_model.set_script([text("ready")])
     code, session = await _call(api, "POST", "sessions", {"prompt": "wait for me"})
     assert code == 201, session
+    assert session["installs"] is True
     sid = session["id"]
     await _idle(api, sid)
     route = f"sessions/{sid}/packages"
@@ -136,6 +137,7 @@ async def test_installs_off_on_the_server_answer_403(api: Api, scripted_model: A
     scripted_model.set_script([text("ready")])
     code, session = await api.call("POST", "sessions", {"prompt": "hi"}, request_timeout=240)
     assert code == 201, session
+    assert session["installs"] is False  # the panel leaves its install section out
     sid = session["id"]
     await _idle_default(api, sid)
     code, body = await api.call(

@@ -40,3 +40,6 @@ def test_shown_once_a_session_exists_and_off_while_a_run_goes() -> None:
     box.names.value = "tinyapp"
     box.button.click()
     assert panel.ran == ["install"]
+    box.offered = False  # a session whose server has installs off
+    box.sync(started=True, running=False, busy=False)
+    assert box.widget.layout.display == "none"
