@@ -32,12 +32,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.tasks import TIERS, Task, load_tasks
-from bench.tasks._report import summary, table, wilson
-from bench.tasks._runner import Outcome, prepare, run_agent, run_one_shot
-from codeagent_jupyter.config import SandboxLimits
-from codeagent_jupyter.errors import CodeAgentError, ConfigError
-from codeagent_jupyter.record.reader import load_session
+from codeagent_jupyter.util.quick_start import skip_iri_grammar
+
+skip_iri_grammar()  # before anything imports jsonschema: ~3 s of CPU at every start
+
+from bench.tasks import TIERS, Task, load_tasks  # noqa: E402
+from bench.tasks._report import summary, table, wilson  # noqa: E402
+from bench.tasks._runner import Outcome, prepare, run_agent, run_one_shot  # noqa: E402
+from codeagent_jupyter.config import SandboxLimits  # noqa: E402
+from codeagent_jupyter.errors import CodeAgentError, ConfigError  # noqa: E402
+from codeagent_jupyter.record.reader import load_session  # noqa: E402
 
 __all__ = ["main", "summary", "table", "wilson"]
 

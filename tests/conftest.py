@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import clean_run
+from tests import clean_run, schedule
 from tests.scripted_model import ScriptedModelServer
 
 _GUARD = pytest.StashKey[tuple[Path, "clean_run.TreeState | None"]]()
@@ -23,6 +23,12 @@ def pytest_configure(config: pytest.Config) -> None:
     root = clean_run.redirect(os.environ)
     if not hasattr(config, "workerinput"):
         config.stash[_GUARD] = (root, clean_run.TreeState.of(Path(config.rootpath)))
+    schedule.keep_our_order(config)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest files first, so the workers finish together (tests/schedule.py)."""
+    schedule.longest_first(items)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from bench.agent_eval import wilson
+from bench.agent_eval import main, wilson
 from bench.tasks import load_tasks
 from bench.tasks._runner import ONE_SHOT_SYSTEM
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
@@ -128,30 +128,33 @@ def test_one_shot_baseline_beside_the_agent(tmp_path: Path) -> None:
     assert agent["passed"] and agent["recovered"] == 1
 
 
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (
-            ["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--parallel", "0"],
-            "argument --parallel: must be a positive whole number",
-        ),
-        (["--model", "recorded", "--baseline", "one-shot"], "needs a live model"),
-        (["--model", "recorded", "--max-steps", "-1"], "--max-steps: must be a positive"),
-        (["--model", "recorded", "--tasks", "no_such_task"], "no task matches 'no_such_task'"),
-        (["--model", "m"], "--base-url is required"),
-        (["--model", "m", "--base-url", "x", "--baseline", "twice"], "invalid choice: 'twice'"),
-        (["--model", "recorded", "--tier", "medium"], "invalid choice: 'medium'"),
-        (
-            ["--model", "recorded", "--tasks", "bank_statement"],
-            "no task matches 'bank_statement' in the easy tier (try --tier hard)",
-        ),
-        (
-            ["--model", "recorded", "--tier", "all", "--baseline", "one-shot"],
-            "replays each task's naive script, and clean_prices, latin1_survey, dedupe_customers",
-        ),
-    ],
-)
-def test_bad_arguments_are_one_line_and_exit_2(args: list[str], message: str) -> None:
+BAD_ARGUMENTS = [
+    (
+        ["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--parallel", "0"],
+        "argument --parallel: must be a positive whole number",
+    ),
+    (["--model", "recorded", "--baseline", "one-shot"], "needs a live model"),
+    (["--model", "recorded", "--max-steps", "-1"], "--max-steps: must be a positive"),
+    (["--model", "recorded", "--tasks", "no_such_task"], "no task matches 'no_such_task'"),
+    (["--model", "m"], "--base-url is required"),
+    (["--model", "m", "--base-url", "x", "--baseline", "twice"], "invalid choice: 'twice'"),
+    (["--model", "recorded", "--tier", "medium"], "invalid choice: 'medium'"),
+    (
+        ["--model", "recorded", "--tasks", "bank_statement"],
+        "no task matches 'bank_statement' in the easy tier (try --tier hard)",
+    ),
+    (
+        ["--model", "recorded", "--tier", "all", "--baseline", "one-shot"],
+        "replays each task's naive script, and clean_prices, latin1_survey, dedupe_customers",
+    ),
+]
+"""Refused before any task runs: by the argument parser, or by ``main`` (after the tasks are
+picked). The first of each kind also runs as a process (``test_bad_arguments_as_a_process``)."""
+
+
+@pytest.mark.parametrize(("args", "message"), [BAD_ARGUMENTS[0], BAD_ARGUMENTS[3]])
+def test_bad_arguments_as_a_process(args: list[str], message: str) -> None:
+    """The script's own exit status and stderr, in an environment without model settings."""
     result = subprocess.run(
         [*EVAL, *args],
         capture_output=True,
@@ -163,6 +166,27 @@ def test_bad_arguments_are_one_line_and_exit_2(args: list[str], message: str) ->
     assert result.returncode == 2
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), BAD_ARGUMENTS)
+def test_bad_arguments_are_one_line_and_exit_2(
+    args: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every refusal through the script's entry point in this process: its return value, or
+    the status of the ``SystemExit`` the parser raises, is the process's exit status."""
+    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        status = main(args)
+    except SystemExit as exc:
+        status = exc.code
+    captured = capsys.readouterr()
+    assert status == 2
+    assert message in captured.err and not captured.out
+    assert len(captured.err.strip().splitlines()) == 1, captured.err
 
 
 def test_wilson_interval() -> None:

@@ -15,6 +15,7 @@ import nbformat
 import pytest
 
 from codeagent_jupyter.sandbox.bubblewrap import BWRAP_ENV
+from tests.cli.in_process import codeagent_here
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -88,21 +89,25 @@ def test_run_answers_and_writes_session(scripted_model, tmp_path):
     assert "test-key" not in out.read_text()
 
 
-def test_usage_errors_are_one_line(scripted_model, tmp_path):
-    no_key = codeagent(
-        "run", "x", "--model", "m", env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
-    )
-    assert no_key.returncode == 2 and "key" in one_line_error(no_key).lower()
+def test_usage_errors_are_one_line(scripted_model, tmp_path, capsys, monkeypatch):
+    """One real process per command (its exit status and stderr); the other refusals of
+    ``run`` through the same entry point in this process."""
     bad_out = codeagent(
         "run", "x", "--model", "m", "--base-url", scripted_model.url, "--out", "/proc/nope/s.ipynb"
     )
     assert bad_out.returncode == 2 and "cannot write" in one_line_error(bad_out)
-    bad_flag = codeagent("run", "x", "--max-steps", "zero")
-    assert bad_flag.returncode == 2 and "--max-steps" in one_line_error(bad_flag)
-    bogus = codeagent("run", "x", "--isolation", "bogus")
-    assert bogus.returncode == 2 and "invalid choice: 'bogus'" in one_line_error(bogus)
     missing = codeagent("replay", str(tmp_path / "missing.ipynb"), "--model", "recorded")
     assert missing.returncode == 2 and "not found" in one_line_error(missing)
+
+    def here(*args: str, env: dict | None = None):
+        return codeagent_here(capsys, monkeypatch, *args, env=env)
+
+    no_key = here("run", "x", "--model", "m", env={"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""})
+    assert no_key.returncode == 2 and "key" in one_line_error(no_key).lower()
+    bad_flag = here("run", "x", "--max-steps", "zero")
+    assert bad_flag.returncode == 2 and "--max-steps" in one_line_error(bad_flag)
+    bogus = here("run", "x", "--isolation", "bogus")
+    assert bogus.returncode == 2 and "invalid choice: 'bogus'" in one_line_error(bogus)
 
 
 def test_unreachable_model_is_reported(tmp_path):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 
+from tests.cli.in_process import codeagent_here
 from tests.cli.test_cli import codeagent, one_line_error
 from tests.scripted_model import text, tool_calls
 
@@ -110,14 +111,20 @@ def test_resume_at_the_end_reports_a_cell_that_now_fails(scripted_model, tmp_pat
     assert "FileNotFoundError" in first[-2]["content"]
 
 
-def test_resume_bad_input_is_one_line(scripted_model, tmp_path: Path) -> None:
+def test_resume_bad_input_is_one_line(scripted_model, tmp_path: Path, capsys, monkeypatch) -> None:
+    """One real process (exit status, stderr); the other refusals through the same entry
+    point in this process."""
     session, _ = _record(scripted_model, tmp_path, ["z = 1"])
     model = ("--model", "m", "--base-url", scripted_model.url)
     result = codeagent("resume", str(session), "p", "--from-step", "7", *model)
     assert result.returncode == 2
     assert "step 7 is not in s.ipynb (its steps: 1, 2)" in one_line_error(result)
-    missing = codeagent("resume", str(tmp_path / "nope.ipynb"), "p", *model)
+    missing = codeagent_here(
+        capsys, monkeypatch, "resume", str(tmp_path / "nope.ipynb"), "p", *model
+    )
     assert missing.returncode == 2 and "not found" in one_line_error(missing)
     (tmp_path / "plain.ipynb").write_text(nbformat.writes(nbformat.v4.new_notebook()))
-    plain = codeagent("resume", str(tmp_path / "plain.ipynb"), "p", *model)
+    plain = codeagent_here(
+        capsys, monkeypatch, "resume", str(tmp_path / "plain.ipynb"), "p", *model
+    )
     assert plain.returncode == 2 and "not a codeagent session" in one_line_error(plain)

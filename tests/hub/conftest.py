@@ -16,7 +16,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.quick_python import python_m
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -180,7 +180,7 @@ c.JupyterHub.services = [
 ]
 c.JupyterHub.spawner_class = "simple"
 c.SimpleLocalProcessSpawner.home_dir_template = "{tmp}/home/{{username}}"
-c.Spawner.cmd = [sys.executable, "-m", "jupyterhub.singleuser"]
+c.Spawner.cmd = {python_m("jupyterhub.singleuser")!r}
 c.Spawner.args = ["--allow-root"]
 c.Spawner.notebook_dir = "{tmp}/home/{{username}}/work"
 c.Spawner.environment = {{"PYTHONPATH": {str(ROOT)!r}, "JUPYTER_CONFIG_DIR": "{server_config}"}}
@@ -197,7 +197,7 @@ c.Spawner.http_timeout = 90
         log = open(self.tmp / "hub.log", "wb")  # noqa: SIM115 (closed with the process)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "CODEAGENT"))}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyterhub", "-f", str(config)],
+            [*python_m("jupyterhub"), "-f", str(config)],
             cwd=self.tmp,
             stdout=log,
             stderr=subprocess.STDOUT,

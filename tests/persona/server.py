@@ -18,7 +18,6 @@ import secrets
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -30,6 +29,8 @@ from typing import Any
 
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
+
+from tests.quick_python import python_m
 
 PERSONA_ID = "jupyter-ai-personas::codeagent_jupyter::CodeAgentPersona"
 START_TIMEOUT = 90.0
@@ -74,9 +75,7 @@ def jupyter_server(
     }
     log = base / "server.log"
     command = [
-        sys.executable,
-        "-m",
-        "jupyter_server",
+        *python_m("jupyter_server"),
         "--no-browser",
         "--ServerApp.allow_root=True",
         "--ServerApp.ip=127.0.0.1",

@@ -8,7 +8,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -18,6 +17,7 @@ from typing import Any
 import nbformat
 import pytest
 
+from tests.quick_python import python_m
 from tests.scripted_model import text, tool_calls
 from tests.server.helpers import EXTENSION, Api, descendants, processes_in
 
@@ -81,9 +81,7 @@ class ServerProcess:
             "JUPYTER_RUNTIME_DIR": str(self.home / "runtime"),
         }
         argv = [
-            sys.executable,
-            "-m",
-            "jupyter_server",
+            *python_m("jupyter_server"),
             f"--port={self.port}",
             "--ip=127.0.0.1",
             "--no-browser",

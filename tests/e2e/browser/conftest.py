@@ -21,7 +21,6 @@ import secrets
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -34,6 +33,7 @@ import pytest
 from jupyter_core.paths import jupyter_path
 
 import codeagent_jupyter
+from tests.quick_python import python_m
 
 CHROMIUM = os.environ.get("CODEAGENT_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -227,9 +227,7 @@ def jupyterlab_server(
     }
     log = base / "jupyterlab.log"
     command = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
+        *python_m("jupyterlab"),
         "--no-browser",
         "--ServerApp.allow_root=True",
         "--ServerApp.ip=127.0.0.1",

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from codeagent_jupyter.sandbox.gateway_ceiling import MAX_LIMITS_ENV
+from tests.quick_python import python_m
 
 REPO = Path(__file__).resolve().parents[3]
 STARTUP_S = 90.0
@@ -92,7 +93,7 @@ def start_gateway(
     }
     log = tmp / "gateway.log"
     argv = [
-        shutil.which("jupyter-kernelgateway") or "jupyter-kernelgateway",
+        *python_m("kernel_gateway"),  # what jupyter-kernelgateway runs
         "--KernelGatewayApp.ip=127.0.0.1",
         f"--KernelGatewayApp.port={port}",
         f"--KernelGatewayApp.auth_token={token}",
