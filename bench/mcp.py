@@ -4,8 +4,11 @@ the agent loop does for a tool call), and how long a new MCP session waits for i
 from the server's pool.
 
 Run: ``python bench/mcp.py [--calls 200] [--sessions 5]``. Prints Markdown tables measured
-in this run. The HTTP column runs a real ``jupyter server`` (token auth, ``pool_size=2``)
-as a child process; the acquire times are what the server logs for each new MCP session.
+in this run. The server snapshots the workspace after every call (no setting turns that
+off for MCP sessions), so stdio is measured both ways: stdio with snapshots against HTTP is
+the cost of the transport alone. The HTTP column runs a real ``jupyter server`` (token
+auth, ``pool_size=2``) as a child process; the acquire times are what the server logs for
+each new MCP session.
 """
 
 from __future__ import annotations
@@ -73,8 +76,9 @@ async def over(client: Client, n: int) -> list[float]:
     return times[5:]
 
 
-def stdio_client(work: Path) -> Client:
-    args = ["-m", "codeagent_jupyter.cli", "mcp", "--workdir", str(work), "--no-snapshots"]
+def stdio_client(work: Path, snapshots: bool = False) -> Client:
+    args = ["-m", "codeagent_jupyter.cli", "mcp", "--workdir", str(work)]
+    args += [] if snapshots else ["--no-snapshots"]
     server = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
     return Client(server, client_info=INFO, read_timeout_seconds=120)
 
@@ -148,11 +152,18 @@ async def main() -> None:
         root = Path(tmp)
         base = await in_loop(root, args.calls)
         stdio = await over(stdio_client(root), args.calls)
+        stdio_snap = await over(stdio_client(root, snapshots=True), args.calls)
         (root / "served").mkdir()
         http, acquire = await with_server(root / "served", args.calls, args.sessions)
     print('| `run_cell("1+1")` round trip | median ms | p95 ms | median over the loop\'s |')
     print("|---|---|---|---|")
-    for label, values in (("our tool call (loop)", base), ("MCP stdio", stdio), ("MCP HTTP", http)):
+    rows = (
+        ("our tool call (loop)", base),
+        ("MCP stdio", stdio),
+        ("MCP stdio, snapshots (as the server)", stdio_snap),
+        ("MCP HTTP (snapshots: the server takes them)", http),
+    )
+    for label, values in rows:
         extra = statistics.median(values) - statistics.median(base)
         print(f"| {label} | {ms(values)} | {p95(values)} | {extra * 1000:+.2f} |")
     print()

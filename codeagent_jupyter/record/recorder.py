@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbformat.v4 import new_notebook
 
 from .. import events as ev
 from ..util.atomic import remove_stale, write_atomic
 from ..util.redact import scrub
-from .cell_schema import validate
+from .cell_schema import new_code_cell, new_markdown_cell, validate
 from .eventlog import NOT_LOGGED, encode, sent_arguments
 from .helper_sections import HelperSections, is_helper_cell
 from .nbtext import NotebookText

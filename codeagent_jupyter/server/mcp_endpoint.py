@@ -21,6 +21,12 @@ from .mcp_sessions import McpHub
 OWNER_KEY = "codeagent.owner"
 """Where the HTTP handler puts the request's owner in the ASGI scope."""
 SESSION_HEADER = "mcp-session-id"
+JSON_REPLIES = True
+"""A POST is answered with one JSON body (``Content-Length``), not an SSE stream: our tools
+send the client nothing before their result, and a client stops reading an SSE reply at its
+result, before the stream's end, which leaves the connection unusable (the SDK's client then
+opens a new TCP connection for every call). A JSON reply is read to its end, so the client
+keeps its connection alive. The GET stream (server-initiated messages) stays SSE."""
 
 
 class McpEndpoint:
@@ -47,7 +53,7 @@ class McpEndpoint:
                 self.session_for, self.hub.schemas, instructions_text=self.instructions
             )
             self.http = StreamableHTTPSessionManager(
-                app=self.server, session_idle_timeout=self.idle_timeout
+                app=self.server, session_idle_timeout=self.idle_timeout, json_response=JSON_REPLIES
             )
         if self._running is None:
             self._stop = asyncio.Event()

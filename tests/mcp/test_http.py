@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 import nbformat
@@ -21,6 +22,7 @@ from tests.security.server.conftest import TokenUsers, as_user
 users = pytest.mark.server_app(identity_provider_class=TokenUsers)
 pooled = pytest.mark.codeagent(pool_size=1)  # the isolation is known from the pool
 CALL = {"jsonrpc": "2.0", "id": 7, "method": "tools/call"}
+INFO = {"name": "raw", "version": "1"}
 
 
 def url_of(port: int, base_url: str) -> str:
@@ -111,6 +113,34 @@ async def test_each_session_its_sandbox_and_no_one_elses(
     nbformat.validate(nb)
     assert "http-agent 0.9" in nb.metadata["codeagent"]["model"]
     assert [c.source for c in nb.cells if c.cell_type == "code"][:2] == ["x = 41", "x + 1"]
+
+
+@users
+@pooled
+async def test_calls_keep_their_connection_alive(
+    jp_serverapp, jp_http_port, jp_base_url, jp_fetch, caplog
+):
+    """A call's reply is one JSON body the client reads to its end, so the SDK's client
+    sends its next call on the same connection (an SSE reply, which the client stops
+    reading at its result, cost a new TCP connection per call)."""
+    url = url_of(jp_http_port, jp_base_url)
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": INFO}
+    first = await raw_post(
+        url, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        as_user("alice-token"),
+    )  # fmt: skip
+    assert first.status_code == 200, first.text
+    assert first.headers["content-type"].startswith("application/json")
+    assert int(first.headers["content-length"]) == len(first.content)
+
+    caplog.set_level(logging.DEBUG, logger="httpcore2.connection")
+    calls = 6
+    async with client(url, "alice-token") as alice:
+        for i in range(calls):
+            assert value_of(await alice.call_tool("run_cell", {"code": f"{i}+1"})) == str(i + 1)
+    connects = [r for r in caplog.records if "connect_tcp.complete" in r.getMessage()]
+    assert connects, "the client's connections were not seen"
+    assert len(connects) <= 3, f"{len(connects)} connections for {calls} calls"
 
 
 async def wait_for(check: Any, timeout: float = 60.0) -> bool:
