@@ -5,8 +5,9 @@ token, root, config, settings and runtime directories, so a test sees exactly wh
 this checkout would see and nothing of the machine's own Jupyter setup.
 
 Override `lab_env` (environment variables) or `lab_config` (traitlets config, as a dict) in a
-test module to configure the server, e.g. to point the codeagent server extension at a
-scripted model. Both are module-scoped, like the server they configure.
+test module to configure the server, e.g. to point the codeagent server extension at
+`model_server`, a scripted model that each test gives its script (a module may override it
+to start with one). All are module-scoped, like the server they configure.
 
 Missing Chromium, Playwright or a built labextension skip these tests with the reason, unless
 `CODEAGENT_BROWSER_TESTS=required` is set (CI sets it), which turns the skip into a failure.
@@ -34,6 +35,7 @@ from jupyter_core.paths import jupyter_path
 
 import codeagent_jupyter
 from tests.quick_python import python_m
+from tests.scripted_model import ScriptedModelServer
 
 CHROMIUM = os.environ.get("CODEAGENT_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -306,3 +308,11 @@ def browser_page(
         except Exception as error:  # a dead page must not hide the test's own failure
             print(f"could not save failure screenshot: {error}")
     context.close()
+
+
+@pytest.fixture(scope="module")
+def model_server() -> Iterator[ScriptedModelServer]:
+    """The module's scripted model (no script yet: each test sets its own)."""
+    server = ScriptedModelServer([]).start()
+    yield server
+    server.stop()

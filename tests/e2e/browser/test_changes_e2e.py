@@ -9,7 +9,6 @@ section drops it. Screenshots (light and dark) go to test-artifacts/.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +46,6 @@ SUMMARY_NB = (
     "nbformat.write(new_notebook(cells=[new_markdown_cell('# Totals'), "
     "new_code_cell(\"df = pd.read_csv('clean.csv')\")]), 'summary.ipynb')"
 )
-
-
-@pytest.fixture(scope="module")
-def model_server() -> Iterator[ScriptedModelServer]:
-    server = ScriptedModelServer([]).start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ cell as it was; every other cell is untouched."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,6 @@ DATA_EDITED = "prices = [1, 2, 3, 4]\nprint(len(prices))"
 STALE = "# codeagent: proposed replacement for cell data (cell data changed since the agent "
 STALE += "read it)\np = 1"
 CHECK = "prices = [1, 2, 3]\nprint(sum(prices) / len(prices))"
-
-
-@pytest.fixture(scope="module")
-def model_server() -> Iterator[ScriptedModelServer]:
-    server = ScriptedModelServer([]).start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -25,13 +25,6 @@ IMPORT = "import tinyapp\nprint('tinyapp', tinyapp.__version__)"
 
 
 @pytest.fixture(scope="module")
-def model_server() -> Iterator[ScriptedModelServer]:
-    server = ScriptedModelServer([]).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
 def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     with served_index(tmp_path_factory.mktemp("index")) as served:
         yield served

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shutil
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -55,13 +54,6 @@ def plan(done: int) -> dict[str, Any]:
         for i, s in enumerate(PLAN)
     ]
     return {"steps": steps}
-
-
-@pytest.fixture(scope="module")
-def model_server() -> Iterator[ScriptedModelServer]:
-    server = ScriptedModelServer([]).start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")

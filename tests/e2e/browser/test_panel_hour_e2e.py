@@ -19,7 +19,6 @@ import json
 import re
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -94,13 +93,6 @@ _STRAY_SCROLL_JS = """
     && !e.classList.contains('codeagent-html');
 }).map(e => `${e.className}: ${e.scrollWidth} > ${e.clientWidth}`)
 """
-
-
-@pytest.fixture(scope="module")
-def model_server() -> Iterator[ScriptedModelServer]:
-    server = ScriptedModelServer([]).start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture(scope="module")
