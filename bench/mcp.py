@@ -3,12 +3,16 @@ HTTP, the official SDK's client) against the same call through our own tool runn
 the agent loop does for a tool call), and how long a new MCP session waits for its sandbox
 from the server's pool.
 
-Run: ``python bench/mcp.py [--calls 200] [--sessions 5]``. Prints Markdown tables measured
-in this run. The server snapshots the workspace after every call (no setting turns that
-off for MCP sessions), so stdio is measured both ways: stdio with snapshots against HTTP is
-the cost of the transport alone. The HTTP column runs a real ``jupyter server`` (token
-auth, ``pool_size=2``) as a child process; the acquire times are what the server logs for
-each new MCP session.
+Run: ``python bench/mcp.py [--calls 200] [--sessions 5] [--pause-ms 0]``. Prints Markdown
+tables measured in this run. Our own call is measured twice: on a bare bus (the call alone)
+and on a recorded session's bus (snapshot, then the save and signature of each step, as
+``codeagent run`` and the server's sessions have it). The server snapshots the workspace
+after every call (no setting turns that off for MCP sessions), so stdio is measured both
+ways: stdio with snapshots against HTTP is the cost of the transport alone. The HTTP column
+runs a real ``jupyter server`` (token auth, ``pool_size=2``) as a child process; the acquire
+times are what the server logs for each new MCP session. ``--pause-ms``: the client's pause
+before each call, where an agent's model thinks (the server's work after a reply falls
+there).
 """
 
 from __future__ import annotations
@@ -53,14 +57,46 @@ async def _guard(awaitable: Any, interruptible: bool) -> Any:
     return await awaitable
 
 
-async def in_loop(work: Path, n: int) -> list[float]:
-    """Our own tool call: the runner, the standard tools, a bus (as the loop has)."""
+PAUSE_S = 0.0
+"""The client's pause before each call (``--pause-ms``): an agent's model thinks between
+two calls, and what the server does after a reply (snapshot, recording) falls there."""
+
+
+async def in_loop(work: Path, n: int, *, recorded: bool = False) -> list[float]:
+    """Our own tool call as the agent loop makes it (``AgentLoop._call_tool``): the runner
+    and the standard tools, then the call's ``ToolCallFinished`` delivered on the bus.
+
+    ``recorded=False``: a bare bus (the call alone, the strictest baseline). ``True``: the
+    bus of a recorded session, as ``codeagent run`` and the server's sessions have it: the
+    workspace snapshot, then the notebook recorder, which saves and signs each step."""
+    from codeagent_jupyter import events as ev
+    from codeagent_jupyter.cli.wiring import snapshot_sink
+    from codeagent_jupyter.record.notary import Notary
+    from codeagent_jupyter.record.recorder import NotebookRecorder
+
     async with Sandbox(workdir=work, limits=LIMITS) as sandbox:
-        runner = ToolRunner(ToolBox(sandbox, work), EventBus(), _guard, approval={}, approver=None)
+        bus = EventBus(keep=False)
+        if recorded:
+            notary = Notary(work.parent / "notary")
+            out = work.parent / "recorded.ipynb"
+            recorder = NotebookRecorder(out, session_id="bench", on_saved=notary.saved)
+            bus.subscribe(snapshot_sink(work, recorder).emit)
+            bus.subscribe(recorder.emit)
+            bus.publish(ev.RunStarted, prompt="bench", run_index=0, model="bench")
+        runner = ToolRunner(ToolBox(sandbox, work), bus, _guard, approval={}, approver=None)
         times = []
         for i in range(n + 5):
+            await asyncio.sleep(PAUSE_S)
+            call = {"name": "run_cell", "arguments": '{"code": "1+1"}'}
+            turn = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"c{i}", "type": "function", "function": call}
+            ]}  # fmt: skip
+            bus.publish(ev.AssistantMessage, step=i + 1, message=turn)  # the model's turn
             t = time.perf_counter()
-            await runner.run(ToolContext(step=i, tool_call_id=f"c{i}"), "run_cell", CODE)
+            ctx = ToolContext(step=i + 1, tool_call_id=f"c{i}", publish=bus.publish)
+            outcome, _ = await runner.run(ctx, "run_cell", CODE)
+            finished = ev.ToolCallFinished.from_outcome
+            bus.deliver(finished(outcome, step=i + 1, tool_call_id=f"c{i}", name="run_cell"))
             times.append(time.perf_counter() - t)
         return times[5:]
 
@@ -69,6 +105,7 @@ async def over(client: Client, n: int) -> list[float]:
     times = []
     async with client as c:
         for _ in range(n + 5):
+            await asyncio.sleep(PAUSE_S)
             t = time.perf_counter()
             result = await c.call_tool("run_cell", CODE)
             times.append(time.perf_counter() - t)
@@ -147,18 +184,27 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--sessions", type=int, default=5)
+    parser.add_argument(
+        "--pause-ms", type=float, default=0.0, help="the client's pause before each call"
+    )
     args = parser.parse_args()
+    global PAUSE_S
+    PAUSE_S = args.pause_ms / 1000
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         base = await in_loop(root, args.calls)
+        (root / "recorded").mkdir()
+        recorded = await in_loop(root / "recorded", args.calls, recorded=True)
         stdio = await over(stdio_client(root), args.calls)
         stdio_snap = await over(stdio_client(root, snapshots=True), args.calls)
         (root / "served").mkdir()
         http, acquire = await with_server(root / "served", args.calls, args.sessions)
+    print(f"Calls {args.calls}, client pause before each {args.pause_ms:g} ms.\n")
     print('| `run_cell("1+1")` round trip | median ms | p95 ms | median over the loop\'s |')
     print("|---|---|---|---|")
     rows = (
-        ("our tool call (loop)", base),
+        ("our tool call (loop), bare bus", base),
+        ("our tool call (loop), recorded session (snapshot, save, signature)", recorded),
         ("MCP stdio", stdio),
         ("MCP stdio, snapshots (as the server)", stdio_snap),
         ("MCP HTTP (snapshots: the server takes them)", http),

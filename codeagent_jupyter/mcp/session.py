@@ -33,6 +33,15 @@ SAVE_DELAY_S = 0.25
 ``save_delay``; two seconds after a call at the latest): the save and its signature come
 after the reply, in the client's pause (its model thinking), and a burst of calls is saved
 once."""
+SETTLE_S = 0.01
+"""How long after a call returns its ``ToolCallFinished`` waits before it is delivered.
+
+The event's subscribers (the workspace snapshot, the recorder's cell, hooks, watchers)
+take milliseconds, and the client is waiting for its reply meanwhile: the reply goes out
+first, and the event follows in the client's pause. Nothing can come between: the next
+call, the end of the session and a cancelled call deliver a pending event before they do
+anything, so every subscriber still sees the calls in order, each finished before the next
+starts, and the snapshot is of the workspace as the call left it."""
 
 
 def sandbox_tools(sandbox: Any, workdir: Any, install: Toolset | None = None) -> list[Toolset]:
@@ -98,6 +107,8 @@ class ToolSession:
         self.ended = False
         self._started_at = 0.0
         self._lock = asyncio.Lock()
+        self._unsettled: ev.ToolCallFinished | None = None
+        self._settling: asyncio.TimerHandle | None = None
 
     def begin(self, client: str) -> None:
         """Start the recording's one run, naming the client (once; later calls no-op)."""
@@ -137,6 +148,7 @@ class ToolSession:
                 self.on_activity()
 
     async def _step(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        self.settle()
         self.steps += 1
         step, call_id = self.steps, f"mcp_{self.steps}"
         call = {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}
@@ -162,20 +174,32 @@ class ToolSession:
                     await asyncio.shield(interrupt())
             outcome = ToolOutcome.failed("Not finished: the MCP client cancelled the call.")
             self._finished(outcome, step, call_id, name)
+            self.settle()
             raise
         self._finished(outcome, step, call_id, name)
         return outcome
 
     def _finished(self, outcome: ToolOutcome, step: int, call_id: str, name: str) -> None:
-        finished = ev.ToolCallFinished.from_outcome(
+        """Hold the call's finished event until its reply is on its way (``SETTLE_S``)."""
+        self._unsettled = ev.ToolCallFinished.from_outcome(
             outcome, step=step, tool_call_id=call_id, name=name
         )
-        self.bus.deliver(finished)
+        self._settling = asyncio.get_running_loop().call_later(SETTLE_S, self.settle)
+
+    def settle(self) -> None:
+        """Deliver the last call's finished event now, if it is still held."""
+        if self._settling is not None:
+            self._settling.cancel()
+            self._settling = None
+        finished, self._unsettled = self._unsettled, None
+        if finished is not None:
+            self.bus.deliver(finished)
 
     def end(self, reason: str = "the MCP client left") -> None:
         """Close the recording's run: a closing note as its answer (once)."""
         if self.ended:
             return
+        self.settle()
         self.ended = True
         if not self.client:
             return  # no call was made: nothing to record

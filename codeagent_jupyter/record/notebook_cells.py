@@ -16,7 +16,7 @@ import nbformat
 
 from ..events import KERNEL_TOOLS, NOT_RUN, WORKSPACE_WRITERS
 from ..timeline.state import command_source
-from .cell_schema import validate
+from ..util.nbschema import validate
 
 OUTPUT_CAP = 2_000_000
 """Characters of outputs kept per cell: a safety net behind the sandbox's own bound."""

@@ -39,8 +39,8 @@ from nbformat.v4 import new_notebook
 
 from .. import events as ev
 from ..util.atomic import remove_stale, write_atomic
+from ..util.nbschema import new_code_cell, new_markdown_cell, validate
 from ..util.redact import scrub
-from .cell_schema import new_code_cell, new_markdown_cell, validate
 from .eventlog import NOT_LOGGED, encode, sent_arguments
 from .helper_sections import HelperSections, is_helper_cell
 from .nbtext import NotebookText

@@ -30,6 +30,10 @@ SESSION = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """What a session reference may be called (session ids are hex)."""
 
 
+REFRESH_S = 60.0
+"""How stale a held snapshot's stamp may get before ``Refs.add`` writes it anew."""
+
+
 class Refs:
     """The reference files of one store, ``<root>/refs/``."""
 
@@ -50,8 +54,15 @@ class Refs:
         return {str(k): float(v) for k, v in snaps.items()} if isinstance(snaps, dict) else {}
 
     def add(self, session: str, snapshot: str) -> None:
+        """Hold ``snapshot`` for ``session``, stamped now (collection drops the oldest
+        first). A snapshot the session already holds, stamped within ``REFRESH_S``, is left
+        as it is: a step that changed no file takes the same snapshot again, and rewriting
+        the file for it would cost every such step a disk write."""
         held = self.of(session)
-        held[snapshot] = time.time()
+        now = time.time()
+        if now - held.get(snapshot, float("-inf")) < REFRESH_S:
+            return
+        held[snapshot] = now
         self.write(session, held)
 
     def write(self, session: str, held: dict[str, float]) -> None:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from nbformat.v4 import output_from_msg
-
 from ..core.ports import OutputCallback
+from ..util.nbschema import new_output, output_from_msg
 from ..util.textbounds import head_tail
 
 TRACEBACK_LIMIT = 20_000
@@ -126,8 +125,6 @@ class OutputCollector:
                 f"\n[output truncated: {self.dropped} more bytes not kept "
                 f"(limit {self.budget} bytes per cell)]\n"
             )
-            from nbformat.v4 import new_output
-
             node = new_output("stream", name="stderr", text=marker)
             self.outputs.append(node)
             if self._on_output is not None:
@@ -139,8 +136,6 @@ class OutputCollector:
 
 
 def _stream(name: str, text: str) -> dict[str, Any]:
-    from nbformat.v4 import new_output
-
     return new_output("stream", name=name, text=text)
 
 

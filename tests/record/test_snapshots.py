@@ -216,3 +216,18 @@ def test_collection_takes_the_oldest_of_closed_sessions_and_keeps_shared_blobs(
     assert freed >= 3 << 20 and store.stored_bytes() == before - freed
     assert store.restore(second.id, tmp_path / "t").problems == []
     assert release(store, "s1") > 0 and _blobs(store) == []
+
+
+def test_a_step_that_changed_nothing_does_not_rewrite_the_reference(ws: Path) -> None:
+    (ws / "notes.txt").write_text("one")
+    store = SnapshotStore.for_workspace(ws)
+    first = store.capture(ws, session="s1")
+    ref = store.refs.dir / "s1.json"
+    written = ref.stat().st_mtime_ns
+    os.utime(ref, ns=(written - 10**9, written - 10**9))  # so that a rewrite would show
+    again = store.capture(ws, first.id, session="s1")
+    assert again.id == first.id
+    assert ref.stat().st_mtime_ns == written - 10**9  # the same snapshot: no disk write
+    (ws / "notes.txt").write_text("two")
+    changed = store.capture(ws, first.id, session="s1")
+    assert set(store.refs.of("s1")) == {first.id, changed.id}
