@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from bench._table import pct, table  # noqa: E402
-from tests.hub.conftest import CLASS_KEY, GATEWAY, STUDENTS, Hub  # noqa: E402
+from tests.hub.real_hub import CLASS_KEY, GATEWAY, STUDENTS, Hub  # noqa: E402
 from tests.scripted_model import delay, text  # noqa: E402
 
 ANSWER = "The mean of the column is 42.0; here is how I computed it step by step."

@@ -5,7 +5,9 @@ is loaded only by ``jupyter_ai_persona_manager``; nothing else in the package im
 Jupyter AI) and makes one per chat. A message addressed to it starts a session through
 the server extension's ``SessionManager``, exactly as ``POST /codeagent/api/sessions``
 does: the model, its key and the limits are the server's (``c.CodeAgent.…``, or the class
-gateway on JupyterHub), never the chat's. Later messages follow up in the same sandbox.
+gateway on JupyterHub), never the chat's. The persona publishes that model as its only one,
+so the chat shows what answers; a model a chat message names is not taken (and not shown as
+the persona's). Later messages follow up in the same sandbox.
 
 What the chat shows comes from the session's event stream (``mirror``). The persona keeps
 Jupyter AI's contract for a reply: ``process_message`` lasts as long as the run, so the
@@ -20,7 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_ai_persona_manager import BasePersona, PersonaDefaults
-from jupyter_ai_persona_manager.awareness_models import Usage
+from jupyter_ai_persona_manager.awareness_models import (
+    ModelConfiguration,
+    ModelOption,
+    ModelSpec,
+    Usage,
+)
 from jupyterlab_chat.models import Message, NewMessage
 
 from ..server.errors import ApiError
@@ -59,6 +66,18 @@ class CodeAgentPersona(BasePersona):
         )
 
     # -- Jupyter AI's entry points ----------------------------------------------------------
+
+    async def prepare(self) -> None:
+        """Before the first message (or when the chat selects the persona): the chat is
+        told the persona's model, the server's."""
+        self._publish_model()
+
+    async def apply_model_spec(self, spec: ModelSpec) -> None:
+        """A model named by a chat message (Jupyter AI's model picker) is not taken: the
+        sessions run the server's model. Jupyter AI would record the named one as the
+        persona's current model; the server's is published again instead."""
+        if spec.id is not None and spec.id != self.get_model():
+            self._publish_model()
 
     async def process_message(self, message: Message) -> None:
         asked = parse(message.body, self.as_user().mention_name)
@@ -153,6 +172,16 @@ class CodeAgentPersona(BasePersona):
             await manager.pause(session_id, caller)
             return True
         return False
+
+    def _publish_model(self) -> None:
+        """The server's model (``c.CodeAgent.model``, or the class gateway's default) as
+        the persona's current and only model; none where the server has none configured."""
+        manager = self._manager()
+        name = manager.models.info().get("name") if manager is not None else None
+        option = ModelOption(id=name, description="set by the server") if name else None
+        self.report_model_configuration(
+            ModelConfiguration(current=name, options=[option] if option else [])
+        )
 
     # -- where things are -----------------------------------------------------------------
 

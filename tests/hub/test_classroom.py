@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import sqlite3
-from pathlib import Path
 from typing import Any
 
 import openai
@@ -21,7 +20,7 @@ import pytest
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
-from tests.hub.conftest import CLASS_KEY, GATEWAY, Hub
+from tests.hub.real_hub import CLASS_KEY, GATEWAY, Hub, environ_of, environment, server_pid
 from tests.server.helpers import descendants
 
 pytestmark = pytest.mark.timeout(240)
@@ -53,28 +52,6 @@ async def events_until_finished(hub: Hub, user: str, session: str, since: int = 
                 return events
     finally:
         ws.close()
-
-
-def server_pid(user: str) -> int:
-    """The student's single-user server process (found by its hub environment)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if f"JUPYTERHUB_USER={user}".encode() in environ and b"jupyterhub.singleuser" in cmdline:
-            return int(entry.name)
-    raise AssertionError(f"no single-user server process for {user}")
-
-
-def environ_of(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return b""  # gone, or not readable: either way it holds nothing for us
 
 
 def usage(hub: Hub, token: str, fmt: str = "json") -> Any:
@@ -118,11 +95,7 @@ def test_sessions_reach_the_provider_only_through_the_gateway(hub: Hub) -> None:
     assert per_student == {"alice": 1, "bob": 1}
     seen = json.dumps([hub.upstream.server.requests, hub.upstream.server.headers])
     for user in ("alice", "bob"):
-        server_token = dict(
-            line.split(b"=", 1)
-            for line in environ_of(server_pid(user)).split(b"\0")
-            if b"=" in line
-        )[b"JUPYTERHUB_API_TOKEN"].decode()
+        server_token = environment(server_pid(user))["JUPYTERHUB_API_TOKEN"]
         assert server_token not in seen and hub.login(user) not in seen
 
     # No process of a student's server (the server, its sandbox kernels) holds the class key.

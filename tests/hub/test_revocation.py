@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.hub.conftest import Hub, running_hub
+from tests.hub.real_hub import Hub, running_hub
 
 pytestmark = pytest.mark.timeout(300)
 WINDOW_S = 1

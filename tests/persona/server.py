@@ -215,3 +215,42 @@ class ChatClient:
 
     def close(self) -> None:
         self.connection.close()
+
+
+PERSONA_STATE = "https://schema.jupyter.org/jupyter_ai_persona_manager/persona_state/v1"
+
+
+class PersonaEvents:
+    """The server's Jupyter Events (``/api/events/subscribe``) as the chat's frontend gets
+    them: Jupyter AI publishes each persona's state there (its model, usage, ...)."""
+
+    def __init__(self, connection: WebSocketClientConnection) -> None:
+        self.connection = connection
+        self.events: list[dict[str, Any]] = []
+        self._reader = asyncio.ensure_future(self._read())
+
+    @classmethod
+    async def connect(cls, base_url: str, token: str) -> PersonaEvents:
+        url = base_url.replace("http://", "ws://") + "api/events/subscribe"
+        connection = await websocket_connect(
+            HTTPRequest(url, headers={"Authorization": f"token {token}"})
+        )
+        return cls(connection)
+
+    async def _read(self) -> None:
+        while (raw := await self.connection.read_message()) is not None:
+            self.events.append(json.loads(raw))
+
+    def models(self, persona: str = PERSONA_ID) -> list[dict[str, Any]]:
+        """Each model configuration ``persona`` published, oldest first."""
+        return [
+            e["model"]
+            for e in self.events
+            if e.get("schema_id") == PERSONA_STATE
+            and e.get("persona_id") == persona
+            and "model" in e
+        ]
+
+    def close(self) -> None:
+        self._reader.cancel()
+        self.connection.close()
