@@ -16,6 +16,7 @@ SDK then answers another owner's session id exactly like an unknown one, 404) an
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -28,8 +29,10 @@ from .mcp_endpoint import OWNER_KEY, SESSION_HEADER
 MCP_PATH = "/codeagent/mcp"
 
 
+@functools.lru_cache(maxsize=1024)
 def _principal(owner: str) -> Any:
-    """The SDK's authenticated user for ``owner`` (no token in it: ownership only)."""
+    """The SDK's authenticated user for ``owner`` (no token in it: ownership only); made
+    once per owner (two pydantic models on every request otherwise)."""
     from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
     from mcp.server.auth.provider import AccessToken
 
