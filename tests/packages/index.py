@@ -227,8 +227,8 @@ class PackageIndex:
                 else:
                     self.send_header("Connection", "close")
                     self.close_connection = True
+                index.sent[path.name] = 0  # before the headers: a client may leave at once
                 self.end_headers()
-                index.sent[path.name] = 0
                 with path.open("rb") as f:
                     for block in iter(lambda: f.read(64 * 1024), b""):
                         try:
