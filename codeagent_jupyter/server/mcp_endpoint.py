@@ -16,7 +16,7 @@ from typing import Any
 
 from ..mcp.server import SessionRefused, build_server, client_info
 from ..mcp.session import ToolSession, client_label
-from .mcp_sessions import McpHub
+from .mcp_sessions import McpHub, first_known
 
 OWNER_KEY = "codeagent.owner"
 """Where the HTTP handler puts the request's owner in the ASGI scope."""
@@ -39,6 +39,7 @@ class McpEndpoint:
         self.http: Any = None
         self.instructions = ""
         """What ``initialize`` says: the isolation in force (set by ``state_isolation``)."""
+        self._summary = ""
         self._running: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
         self._stop: asyncio.Event | None = None
@@ -77,9 +78,9 @@ class McpEndpoint:
         pool's sandboxes report."""
         summary, text = await self.hub.isolation()
         if self.instructions != text:
-            if not self.instructions:
+            if first_known(self._summary, summary):
                 self.hub.manager.log.info("codeagent: MCP at /codeagent/mcp: %s", summary)
-            self.instructions = text
+            self.instructions, self._summary = text, summary
             if self.server is not None:
                 self.server.instructions = text
         return text

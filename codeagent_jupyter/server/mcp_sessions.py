@@ -27,6 +27,15 @@ from .session import CLOSED, IDLE, RUNNING, STARTING, AgentSession
 from .supply import shutdown_quietly
 
 log = logging.getLogger(__name__)
+NOT_STARTED = "sandbox: not started"
+"""How the isolation summary begins while no sandbox has said what it enforces."""
+
+
+def first_known(before: str, now: str) -> bool:
+    """Whether ``now`` is a summary to log: the first one, or the first real one after a
+    "not started" (a server without a warm pool knows its isolation only once the first
+    sandbox has started; its first line must not stay the only one)."""
+    return not before or (before.startswith(NOT_STARTED) and not now.startswith(NOT_STARTED))
 
 
 class McpSession(AgentSession):
@@ -107,10 +116,10 @@ class McpHub:
             text = instructions(summary, report.warning(enforcement))
         else:
             error = manager.supply.status().get("error") or "no sandbox has started yet"
-            summary = f"sandbox: not started ({error})"
+            summary = f"{NOT_STARTED} ({error})"
             text = instructions(summary)
         if summary != self._summary:
-            if not self._summary:
+            if first_known(self._summary, summary):
                 manager.log.info("codeagent: MCP sandboxes: %s", summary)
             self._summary = summary
         return summary, text

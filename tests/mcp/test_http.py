@@ -197,3 +197,31 @@ async def test_the_sessionless_protocol_gets_a_sandbox_per_client(
         assert value_of(again) == "10"
     keys = list(hub_of(jp_serverapp).sessions)
     assert keys == [("alice", "client:modern 0.9")]
+
+
+@users
+async def test_without_a_pool_the_isolation_is_told_once_the_first_sandbox_has_started(
+    jp_serverapp, jp_http_port, jp_base_url, jp_fetch, caplog
+):
+    """No warm pool: the server knows what its sandboxes enforce only once one has
+    started; its first line says so, and the real isolation follows in the log and in the
+    next client's ``initialize``."""
+    caplog.set_level(logging.INFO)
+    url = url_of(jp_http_port, jp_base_url)
+
+    def said() -> list[str]:
+        return [
+            r.getMessage()
+            for r in caplog.records
+            if r.getMessage().startswith("codeagent: MCP at /codeagent/mcp:")
+        ]
+
+    async with client(url, "alice-token") as first:
+        assert first.instructions is not None and "not started" in first.instructions
+        assert value_of(await first.call_tool("run_cell", {"code": "6 * 7"})) == "42"
+    async with client(url, "bob-token", "second") as second:
+        assert second.instructions is not None and "net off" in second.instructions
+        assert "not started" not in second.instructions
+    lines = said()
+    assert len(lines) == 2, lines
+    assert "not started" in lines[0] and "net off" in lines[1]
