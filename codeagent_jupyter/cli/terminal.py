@@ -187,6 +187,8 @@ class TerminalPrinter(ProgressPrinter):
 
     def _announce(self, step: int, name: str, code: str | None) -> None:
         self._end_partial()
+        # The call runs from here on: the status line drawn under the lines below says so.
+        self.status.doing(f"running {name}", step)
         self.console.print(_styled(f"-- step {step}: {name}"), soft_wrap=True)
         block = self._code_block(code)
         if block:
@@ -195,7 +197,6 @@ class TerminalPrinter(ProgressPrinter):
             highlighted.rstrip()
             for line in highlighted.split("\n"):
                 self.console.print(Text.assemble(("   | ", "dim"), line), soft_wrap=True)
-        self.status.doing(f"running {name}", step)
 
     def _cell_output(self, e: ev.CellOutput) -> None:
         output = e.output

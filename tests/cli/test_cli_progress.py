@@ -124,7 +124,11 @@ def test_terminal_shows_a_running_cells_output_before_it_ends(
             assert started, f"the cell never ran:\n{term.text}"
             # The cell is running now, and has printed its first half: the terminal shows it.
             first = output_line("first half")
-            shown = term.wait_for(lambda: bool(first.search(clean(term.text))), timeout=60)
+            running = re.compile(r"step 1 · running run_cell \d+\.\d s · 0:\d\d elapsed")
+            shown = term.wait_for(  # the output, and the status line drawn after it
+                lambda: bool(first.search(clean(term.text)) and running.search(clean(term.text))),
+                timeout=60,
+            )
             during = term.text
         finally:
             (tmp_path / "go").write_text("")

@@ -325,7 +325,8 @@ def test_side_panel_and_session_list(
     rows = side.locator(".codeagent-session-row")
     rows.first.wait_for(timeout=30_000)
     side.locator(".codeagent-sessions-refresh").click()
-    side.locator(f'.codeagent-session-row[data-session="{inline_id}"]').wait_for()
+    for listed_id in (inline_id, side_id):  # the refreshed list, not the one it replaces
+        side.locator(f'.codeagent-session-row[data-session="{listed_id}"]').wait_for()
     listed = {r.get_attribute("data-session"): r.inner_text() for r in rows.all()}
     assert {inline_id, side_id} <= set(listed)
     assert "this panel" in listed[side_id] and "just now" in listed[inline_id]
