@@ -173,18 +173,12 @@ class ToolSession:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(interrupt())
             outcome = ToolOutcome.failed("Not finished: the MCP client cancelled the call.")
-            self._finished(outcome, step, call_id, name)
-            self.settle()
+            self.bus.deliver(_finished(outcome, step, call_id, name))  # no reply to wait for
             raise
-        self._finished(outcome, step, call_id, name)
-        return outcome
-
-    def _finished(self, outcome: ToolOutcome, step: int, call_id: str, name: str) -> None:
-        """Hold the call's finished event until its reply is on its way (``SETTLE_S``)."""
-        self._unsettled = ev.ToolCallFinished.from_outcome(
-            outcome, step=step, tool_call_id=call_id, name=name
-        )
+        # Held until the reply is on its way (``SETTLE_S``).
+        self._unsettled = _finished(outcome, step, call_id, name)
         self._settling = asyncio.get_running_loop().call_later(SETTLE_S, self.settle)
+        return outcome
 
     def settle(self) -> None:
         """Deliver the last call's finished event now, if it is still held."""
@@ -216,3 +210,7 @@ class ToolSession:
             duration_s=round(time.monotonic() - self._started_at, 3),
             usage={},
         )
+
+
+def _finished(outcome: ToolOutcome, step: int, call_id: str, name: str) -> ev.ToolCallFinished:
+    return ev.ToolCallFinished.from_outcome(outcome, step=step, tool_call_id=call_id, name=name)
