@@ -38,11 +38,15 @@ def spin_then_answer(messages: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 async def interrupt_a_running_cell(kernel: Any) -> dict[str, Any]:
-    """■ while a cell of the user's runs: that cell gets KeyboardInterrupt, as always."""
-    msg_id = kernel.kc.execute("import time; time.sleep(60)")
+    """■ while a cell of the user's runs: that cell gets KeyboardInterrupt, as always.
+
+    ■ waits for the cell's own output, not its ``execute_input``: ipykernel publishes that
+    before the cell's code starts, and an interrupt landing in between is logged and
+    swallowed by ipykernel with no reply at all (its own race, in any JupyterLab)."""
+    msg_id = kernel.kc.execute("import time; print('sleeping', flush=True); time.sleep(60)")
     while True:
         msg = await kernel.kc.get_iopub_msg(timeout=30)
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_input":
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
             break
     await kernel.km.interrupt_kernel()
     while True:
