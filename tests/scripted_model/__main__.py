@@ -33,9 +33,10 @@ def main(argv: list[str] | None = None) -> None:
     server = ScriptedModelServer(
         script, port=args.port, send_usage=not args.no_usage, quirks=args.quirk
     ).start()
-    print(server.url, flush=True)
     done = threading.Event()
+    # Before the URL goes out: a caller may SIGTERM as soon as it has read it.
     signal.signal(signal.SIGTERM, lambda *_: done.set())
+    print(server.url, flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         done.wait()
     server.stop()
