@@ -177,7 +177,8 @@ class ProgressPrinter:
     def _run_finished(self, e: ev.RunFinished) -> None:
         usage = e.usage or {}
         tokens = ev.tokens_label(int(usage.get("total_tokens", 0)), bool(usage.get("estimated")))
-        self._write(f"== {e.status}: {e.reason} ({e.steps} steps, {e.duration_s:.1f} s, {tokens})")
+        steps = f"{e.steps} step" + ("" if e.steps == 1 else "s")
+        self._write(f"== {e.status}: {e.reason} ({steps}, {e.duration_s:.1f} s, {tokens})")
 
 
 def _summary(e: ev.ToolCallFinished) -> str:

@@ -129,6 +129,7 @@ def test_unreachable_model_is_reported(tmp_path):
     last = result.stderr.splitlines()[-1]
     assert "http://127.0.0.1:9/v1 (connection refused)" in last and "model server" in last
     assert "retry" not in result.stderr  # nothing listens there: it is not tried again
+    assert "(1 step, " in result.stderr  # the run's line counts its one step in English
     nbformat.validate(nbformat.read(tmp_path / "s.ipynb", as_version=4))
 
 
