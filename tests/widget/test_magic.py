@@ -32,8 +32,11 @@ class Kernel:
         """The kernel's manager (``interrupt_kernel`` is what JupyterLab's ■ calls)."""
 
     async def run(self, code: str, timeout: float = 60) -> tuple[dict[str, Any], list[dict]]:
-        """Execute ``code``; the execute_reply content and the iopub messages of the cell."""
-        msg_id = self.kc.execute(code)
+        """Execute ``code``; the execute_reply content and the iopub messages of the cell.
+
+        Without ``stop_on_error`` (see ``tests.e2e.notebook.test_fix.run_in_cell``): a cell
+        that raises must not get the next request aborted."""
+        msg_id = self.kc.execute(code, stop_on_error=False)
         messages = []
         while True:
             msg = await self.kc.get_iopub_msg(timeout=timeout)

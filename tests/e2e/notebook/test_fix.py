@@ -17,12 +17,15 @@ FIXED = "total = sum(prices) / len(prices)\nprint(total)"
 
 
 async def run_in_cell(kernel: Any, code: str, cell_id: str) -> dict[str, Any]:
-    """Execute ``code`` as JupyterLab does, with the notebook cell id in the metadata."""
+    """Execute ``code`` as JupyterLab does, with the notebook cell id in the metadata.
+
+    Without ``stop_on_error``: after a cell that raises, ipykernel aborts the execute
+    requests that reach it before it has cleared its queue (a reply ``aborted``, nothing
+    run), and a test sends its next request at once, where a user takes seconds."""
     kc = kernel.kc
+    content = {"code": code, "silent": False, "store_history": True, "allow_stdin": False}
     msg = kc.session.msg(
-        "execute_request",
-        {"code": code, "silent": False, "store_history": True, "allow_stdin": False},
-        metadata={"cellId": cell_id},
+        "execute_request", content | {"stop_on_error": False}, metadata={"cellId": cell_id}
     )
     kc.shell_channel.send(msg)
     while True:
@@ -55,7 +58,8 @@ def test_agent_fix_proposes_an_edit_of_the_failed_cell(
         assert (await run_in_cell(kernel, "prices = [1, 2, 3]", "load-prices"))["status"] == "ok"
         failed = await run_in_cell(kernel, BROKEN, "broken-sum")
         assert failed["status"] == "error" and failed["ename"] == "NameError"
-        _, messages = await kernel.run("%agent --notebook-path work.ipynb fix")
+        reply, messages = await kernel.run("%agent --notebook-path work.ipynb fix")
+        assert reply["status"] == "ok", reply
         streams = {"stdout": "", "stderr": ""}
         for m in messages:
             if m["msg_type"] == "stream":

@@ -16,18 +16,6 @@ PANEL = PANELS + "[-1]"
 FIRST_CELL_STATUS = f"{PANEL}.state.cells[0].status if {PANEL}.state.cells else ''"
 
 
-async def run_failing(kernel: Any, code: str, cell_id: str) -> dict[str, Any]:
-    """Run a cell that raises as JupyterLab does, without aborting the requests after it."""
-    kc = kernel.kc
-    content = {"code": code, "silent": False, "store_history": True, "stop_on_error": False}
-    msg = kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
-    kc.shell_channel.send(msg)
-    while True:
-        reply = await kc.get_shell_msg(timeout=60)
-        if reply["parent_header"].get("msg_id") == msg["header"]["msg_id"]:
-            return reply["content"]
-
-
 def spin_then_answer(messages: list[dict[str, Any]]) -> dict[str, Any]:
     """``spin …`` runs a cell that never ends by itself; anything else is answered."""
     if messages[-1]["role"] == "tool":
@@ -43,7 +31,8 @@ async def interrupt_a_running_cell(kernel: Any) -> dict[str, Any]:
     ■ waits for the cell's own output, not its ``execute_input``: ipykernel publishes that
     before the cell's code starts, and an interrupt landing in between is logged and
     swallowed by ipykernel with no reply at all (its own race, in any JupyterLab)."""
-    msg_id = kernel.kc.execute("import time; print('sleeping', flush=True); time.sleep(60)")
+    code = "import time; print('sleeping', flush=True); time.sleep(60)"
+    msg_id = kernel.kc.execute(code, stop_on_error=False)  # as run_in_cell, for the same reason
     while True:
         msg = await kernel.kc.get_iopub_msg(timeout=30)
         if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream":
@@ -121,8 +110,8 @@ def test_fix_names_the_cell_it_fixes(run: Any, kernel: Any, scripted_model: Any)
 
     async def scenario() -> None:
         await run_in_cell(kernel, "prices = [1, 2, 3]", "load-prices")
-        assert (await run_failing(kernel, BROKEN, "broken-sum"))["status"] == "error"
-        assert (await run_failing(kernel, "1 / 0", "other"))["status"] == "error"  # later
+        assert (await run_in_cell(kernel, BROKEN, "broken-sum"))["status"] == "error"
+        assert (await run_in_cell(kernel, "1 / 0", "other"))["status"] == "error"  # later
         # No notebook on disk has the cells: the kernel sends the failed one with the start.
         await run_in_cell(kernel, "%agent --cell broken-sum fix", "fix")
         await kernel.until(f"{PANEL}.state.status", "answered")
