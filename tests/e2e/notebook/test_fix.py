@@ -23,10 +23,14 @@ async def run_in_cell(kernel: Any, code: str, cell_id: str) -> dict[str, Any]:
     requests that reach it before it has cleared its queue (a reply ``aborted``, nothing
     run), and a test sends its next request at once, where a user takes seconds."""
     kc = kernel.kc
-    content = {"code": code, "silent": False, "store_history": True, "allow_stdin": False}
-    msg = kc.session.msg(
-        "execute_request", content | {"stop_on_error": False}, metadata={"cellId": cell_id}
-    )
+    content = {
+        "code": code,
+        "silent": False,
+        "store_history": True,
+        "allow_stdin": False,
+        "stop_on_error": False,
+    }
+    msg = kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
     kc.shell_channel.send(msg)
     while True:
         reply = await kc.get_shell_msg(timeout=60)
