@@ -102,7 +102,7 @@ class _Status:
             f"{self.activity} {now - self.since:.1f} s",
         ]
         parts += [f"{_clock(now - self.started)} elapsed", self.tokens]
-        return Text(" · ".join(p for p in parts if p), style="dim")
+        return Text(visible(" · ".join(p for p in parts if p)), style="dim")
 
     def __rich__(self) -> Any:
         self.spinner.text = self.line()
