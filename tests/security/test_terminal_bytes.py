@@ -111,7 +111,7 @@ def attacked_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, 
 
 
 def test_a_run_shows_every_control_it_was_sent(attacked_run) -> None:
-    work, out, code, raw = attacked_run
+    _, out, code, raw = attacked_run
     assert code == 0, raw
     assert out.exists()
     shown = raw.decode("utf-8", errors="replace")
@@ -146,7 +146,7 @@ def test_replaying_an_edited_shared_notebook(attacked_run, tmp_path: Path) -> No
     command = _codeagent(
         "replay", str(shared), "--model", "recorded", "--workdir", str(work), "--isolation", "none"
     )
-    code, raw = run_on_terminal(command, _env(tmp_path), cwd=work)
+    _, raw = run_on_terminal(command, _env(tmp_path), cwd=work)
     assert b"Edited" in raw, raw
     _assert_clean(raw, "codeagent replay --model recorded")
 
