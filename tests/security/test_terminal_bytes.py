@@ -114,10 +114,10 @@ def test_a_run_shows_every_control_it_was_sent(attacked_run) -> None:
     _, out, code, raw = attacked_run
     assert code == 0, raw
     assert out.exists()
+    _assert_clean(raw, "codeagent run")
     shown = raw.decode("utf-8", errors="replace")
     assert "write_file notes^[]52;c;" in shown  # the file step's header names the file
     assert "edit_file notes^[]52;c;" in shown
-    _assert_clean(raw, "codeagent run")
 
 
 @pytest.mark.parametrize("stat", [False, True], ids=["diff", "stat"])
