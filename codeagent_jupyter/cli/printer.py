@@ -211,7 +211,8 @@ class ProgressPrinter:
         tokens = ev.tokens_label(total, estimated) if total or estimated else "no tokens counted"
         counts = [_count(e.steps, "step")]
         counts += [_count(self._cells, "cell")] if self._cells else []
-        counts += [_count(self._other_calls, "other tool call")] if self._other_calls else []
+        other = "other tool call" if self._cells else "tool call"
+        counts += [_count(self._other_calls, other)] if self._other_calls else []
         self._cells = self._other_calls = 0
         counts += [f"{e.duration_s:.1f} s", tokens]
         self._write(f"== {e.status}: {e.reason} ({', '.join(counts)})")
@@ -258,7 +259,9 @@ def _file_diff(e: ev.ToolCallFinished, written: tuple[str, str] | None) -> list[
     diff = (e.edit or {}).get("diff")
     path = _edited_path(e)
     if isinstance(diff, str) and diff and path:
-        return [f"--- {path}", f"+++ {path}", *diff.splitlines()]
+        lines = diff.splitlines()
+        headed = lines[0].startswith("--- ")  # the tool's own unified header
+        return lines if headed else [f"--- {path}", f"+++ {path}", *lines]
     if written is None:
         return []
     path, content = written

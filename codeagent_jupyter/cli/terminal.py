@@ -151,7 +151,12 @@ class TerminalPrinter(ProgressPrinter):
                 self.close()
 
     def close(self) -> None:
-        """Stops the status line and gives the terminal its cursor back."""
+        """Stops the status line and gives the terminal its cursor back; model text cut
+        short by a stop is kept on the screen."""
+        if self._model_text.strip():
+            self.status.model_text = []
+            self._write(self._model_text.strip())
+            self._model_text = ""
         if self._live.is_started:
             self._live.stop()
 

@@ -157,3 +157,22 @@ def test_an_error_naming_a_hostile_path_is_shown(tmp_path: Path) -> None:
     assert code == 2, raw
     assert b"not found" in raw
     assert raw_controls(raw) == [], raw
+
+
+def test_the_sanitizer_shows_every_control_and_keeps_the_rest() -> None:
+    """The one function every writer uses: each C0/C1/bidi control has a visible spelling,
+    text and newlines stay, and sanitizing twice changes nothing."""
+    from codeagent_jupyter.util.visible import visible
+
+    controls = [chr(c) for c in (*range(0x20), *range(0x7F, 0xA0))] + ["\u202e", "\u2066"]
+    for char in controls:
+        shown = visible(char)
+        if char in "\n\t":
+            assert shown == char
+        else:
+            assert shown != char and shown.isprintable(), repr(char)
+    assert visible(PAYLOAD).isprintable()
+    assert visible("a\x1bb\x9bc\u202ed") == "a^[b\\x9bc\\u202ed"
+    assert visible("bar\r", keep_cr=True) == "bar\r" and visible("bar\r") == "bar^M"
+    assert visible(visible(PAYLOAD)) == visible(PAYLOAD)
+    assert visible("naïve café — 数据\n\tok") == "naïve café — 数据\n\tok"
