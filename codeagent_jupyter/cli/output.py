@@ -62,7 +62,7 @@ def diff(text: str, stream: TextIO | None = None) -> None:
     if not _terminal(stream):
         say(text, stream)
         return
-    from .terminal import diff_line
+    from .file_steps import diff_line
 
     console = _console(stream)
     for line in text.split("\n"):

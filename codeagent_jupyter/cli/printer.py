@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import io
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
 from .. import events as ev
 from ..util.textbounds import head_tail, render_outputs, strip_ansi
 from ..util.visible import visible
+from .file_steps import DIFF_INDENT, bounded, clip, count, edited_path, file_diff, title
 
 _MARK = {"done": "[x]", "in_progress": "[~]", "pending": "[ ]"}
 _CODE_ARGUMENT = {"run_cell": "code", "run_command": "command"}
 """The argument of a code tool that holds what it runs (its code, known before it runs)."""
-DIFF_LINES = 40
-"""Lines of one file step's diff shown; ``codeagent diff SESSION --step N`` shows all."""
-DIFF_INDENT = " " * 6
 
 
 class ProgressPrinter:
@@ -143,7 +141,7 @@ class ProgressPrinter:
         if e.name in ev.WORKSPACE_WRITERS and isinstance(path, str) and isinstance(content, str):
             self._written[e.tool_call_id] = (path, content)
         self._announced[e.tool_call_id] = code is not None
-        self._announce(e.step, _title(e.name, arguments), code)
+        self._announce(e.step, title(e.name, arguments), code)
 
     def _announce(self, step: int, name: str, code: str | None) -> None:
         """Writes a step's header (the tool, and the file it works on) and, when given, its
@@ -177,16 +175,16 @@ class ProgressPrinter:
         code_shown = self._announced.pop(e.tool_call_id, None)
         written = self._written.pop(e.tool_call_id, None)
         if code_shown is None:  # never started (refused, denied): the header comes now
-            lines.append(f"-- step {e.step}: {_title(e.name, {'path': _edited_path(e)})}")
+            lines.append(f"-- step {e.step}: {title(e.name, {'path': edited_path(e)})}")
         if not code_shown:
             lines.extend(self._code_block(e.code))
         lines.append(self._result_line(e))
         lines.extend(f"      {line}" for line in self._details(e))
         self._write("\n".join(lines))
         if e.status == "ok":
-            diff = _file_diff(e, written)
+            diff = file_diff(e, written)
             if diff:
-                self._write_diff(_bounded(diff, e.step))
+                self._write_diff(bounded(diff, e.step))
 
     def _write_diff(self, lines: list[str]) -> None:
         """A file step's diff, indented under its result (coloured on a terminal)."""
@@ -209,10 +207,10 @@ class ProgressPrinter:
         total, estimated = int(usage.get("total_tokens", 0)), bool(usage.get("estimated"))
         # No count at all (a replay of recorded turns asks no model) is not "0 tokens".
         tokens = ev.tokens_label(total, estimated) if total or estimated else "no tokens counted"
-        counts = [_count(e.steps, "step")]
-        counts += [_count(self._cells, "cell")] if self._cells else []
+        counts = [count(e.steps, "step")]
+        counts += [count(self._cells, "cell")] if self._cells else []
         other = "other tool call" if self._cells else "tool call"
-        counts += [_count(self._other_calls, other)] if self._other_calls else []
+        counts += [count(self._other_calls, other)] if self._other_calls else []
         self._cells = self._other_calls = 0
         counts += [f"{e.duration_s:.1f} s", tokens]
         self._write(f"== {e.status}: {e.reason} ({', '.join(counts)})")
@@ -239,46 +237,7 @@ def _summary(e: ev.ToolCallFinished) -> str:
         parts.extend(lines[:3] + (["...", *lines[-2:]] if len(lines) > 5 else lines[3:]))
     if images and "[image/" not in e.result:
         parts.append(f"[{images} image{'s' if images > 1 else ''}]")
-    return "\n".join(_clip(p) for p in parts)
-
-
-def _title(name: str, arguments: dict[str, Any]) -> str:
-    """A step's name as the header says it: the tool, and the file it works on."""
-    path = arguments.get("path")
-    return f"{name} {path}" if isinstance(path, str) and path else name
-
-
-def _edited_path(e: ev.ToolCallFinished) -> str:
-    path = (e.edit or {}).get("path")
-    return path if isinstance(path, str) else ""
-
-
-def _file_diff(e: ev.ToolCallFinished, written: tuple[str, str] | None) -> list[str]:
-    """What a file step changed, as diff lines: an edit's own diff, or a whole file written
-    (the tool does not say what it held before: its new content, every line added)."""
-    diff = (e.edit or {}).get("diff")
-    path = _edited_path(e)
-    if isinstance(diff, str) and diff and path:
-        lines = diff.splitlines()
-        headed = lines[0].startswith("--- ")  # the tool's own unified header
-        return lines if headed else [f"--- {path}", f"+++ {path}", *lines]
-    if written is None:
-        return []
-    path, content = written
-    lines = content.splitlines()
-    return [f"+++ {path} (whole file, {_count(len(lines), 'line')})", *(f"+{x}" for x in lines)]
-
-
-def _bounded(lines: list[str], step: int) -> list[str]:
-    if len(lines) <= DIFF_LINES:
-        return [_clip(line) for line in lines]
-    more = len(lines) - DIFF_LINES
-    note = f"... ({_count(more, 'more line')}: codeagent diff SESSION.ipynb --step {step})"
-    return [_clip(line) for line in lines[:DIFF_LINES]] + [note]
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+    return "\n".join(clip(p) for p in parts)
 
 
 def _for_the_terminal(lines: list[str]) -> list[str]:
@@ -287,8 +246,3 @@ def _for_the_terminal(lines: list[str]) -> list[str]:
     while lines and lines[-1].startswith(("[ran ", "[budget left: ")) and lines[-1].endswith("]"):
         lines = lines[:-1]
     return lines
-
-
-def _clip(line: Any, width: int = 160) -> str:
-    text = str(line)
-    return text if len(text) <= width else text[: width - 3] + "..."

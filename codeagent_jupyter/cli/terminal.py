@@ -27,13 +27,12 @@ from rich.text import Text
 from .. import events as ev
 from ..util.textbounds import strip_ansi
 from ..util.visible import visible
-from .printer import DIFF_INDENT, ProgressPrinter
+from .file_steps import DIFF_INDENT, diff_line
+from .printer import ProgressPrinter
 
 STREAM_LINES = 200
 MODEL_TEXT_LINES = 8
 """Lines of the model's text shown while it streams (the last ones)."""
-DIFF_STYLES = (("+++", "bold"), ("---", "bold"), ("@@", "cyan"), ("+", "green"), ("-", "red"))
-"""How a diff line looks on a terminal, by how it starts (first match wins)."""
 """Lines of one call's output shown as it runs; the session notebook keeps all of it."""
 
 OUTPUT_INDENT = " " * 6
@@ -263,15 +262,6 @@ class TerminalPrinter(ProgressPrinter):
         self._end_partial()
         for line in lines:
             self.console.print(diff_line(line, DIFF_INDENT), soft_wrap=True)
-
-
-def diff_line(line: str, indent: str = "") -> Text:
-    """One line of a unified diff, made visible, then coloured by its first character."""
-    shown = visible(line)
-    for prefix, style in DIFF_STYLES:
-        if shown.startswith(prefix):
-            return Text(indent + shown, style=style)
-    return Text(indent + shown)
 
 
 def _styled(line: str) -> Text:
