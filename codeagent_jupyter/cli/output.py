@@ -10,6 +10,8 @@ by ``rich`` from ``Text`` objects, only when the stream is a terminal.
 
 from __future__ import annotations
 
+import html
+import re
 import sys
 from typing import TextIO
 
@@ -44,7 +46,8 @@ def answer(text: str, stream: TextIO | None = None) -> None:
     """The model's answer: rendered as Markdown on a terminal, the text itself elsewhere.
 
     Links are not made clickable (a link's text and target may differ, and the target is
-    the model's choice); the text is made visible before the Markdown is parsed."""
+    the model's choice); the text is made visible before the Markdown is parsed, character
+    references to controls included."""
     stream = stream or sys.stdout
     if not _terminal(stream):
         say(text, stream)
@@ -52,8 +55,20 @@ def answer(text: str, stream: TextIO | None = None) -> None:
     from rich.markdown import Markdown
 
     console = _console(stream)
-    console.print(Markdown(visible(text), hyperlinks=False))  # type: ignore[attr-defined]
+    source = _ENTITY.sub(_entity_shown, visible(text))
+    console.print(Markdown(source, hyperlinks=False))  # type: ignore[attr-defined]
     stream.flush()
+
+
+_ENTITY = re.compile(r"&(?:#[0-9]{1,8}|#[xX][0-9a-fA-F]{1,8}|[A-Za-z][A-Za-z0-9]{1,31});")
+"""A character reference, which Markdown decodes *after* ``visible`` saw the text."""
+
+
+def _entity_shown(match: re.Match[str]) -> str:
+    """``&#x202e;`` or ``&rlm;`` would become the control itself: its visible spelling
+    instead. Every other reference is left for Markdown to decode."""
+    char = html.unescape(match.group())
+    return visible(char) if len(char) == 1 and visible(char) != char else match.group()
 
 
 def diff(text: str, stream: TextIO | None = None) -> None:

@@ -98,7 +98,7 @@ def attacked_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, 
         tool_calls(
             ("edit_file", {"path": name, "old_string": "second line", "new_string": PAYLOAD})
         ),
-        text(f"All done {PAYLOAD} **really**"),
+        text(f"All done {PAYLOAD} **really** &#x202e;&#8238;&rlm;&#27;[8m [a](https:evil)"),
     ]
     out = work / ".codeagent" / "sessions" / "s.ipynb"
     with ScriptedModelServer(script) as srv:
