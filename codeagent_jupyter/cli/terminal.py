@@ -31,9 +31,9 @@ from .file_steps import DIFF_INDENT, diff_line
 from .printer import ProgressPrinter
 
 STREAM_LINES = 200
+"""Lines of one call's output shown as it runs; the session notebook keeps all of it."""
 MODEL_TEXT_LINES = 8
 """Lines of the model's text shown while it streams (the last ones)."""
-"""Lines of one call's output shown as it runs; the session notebook keeps all of it."""
 
 OUTPUT_INDENT = " " * 6
 """A cell's output sits under its code, as the plain trace's summary does."""
