@@ -11,7 +11,6 @@ one module is what keeps run, resume, replay and mcp from declaring a flag twice
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from dataclasses import fields
 from pathlib import Path
@@ -202,7 +201,9 @@ class Parser(argparse.ArgumentParser):
     """Usage errors are one line (``codeagent run: error: …``), like every other error."""
 
     def error(self, message: str) -> Any:
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        from ..util.visible import visible
+
+        self.exit(2, visible(f"{self.prog}: error: {message}") + "\n")
 
 
 def add_isolation(parser: Flags) -> None:
@@ -235,11 +236,12 @@ def make_sandbox(
 def announce(sandbox: Any) -> None:
     """The first progress line: what the sandbox really enforces; then a warning if any."""
     from ..sandbox import report
+    from .output import warn
 
-    print(report.summary(sandbox.enforcement, sandbox.limits), file=sys.stderr)
+    warn(report.summary(sandbox.enforcement, sandbox.limits))
     warning = report.warning(sandbox.enforcement)
     if warning is not None:
-        print(warning, file=sys.stderr)
+        warn(warning)
 
 
 def add_limits(parser: Flags) -> None:

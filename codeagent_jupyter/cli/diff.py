@@ -14,7 +14,6 @@ step it does not have). Errors are one line on stderr.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
     from ..record.changes_text import terminal
     from ..record.reader import parse_session
     from ..record.snapshots import SnapshotStore
+    from . import output
     from .args import existing_workdir
+    from .output import warn
     from .trust import read_session_file
 
     read = read_session_file(args.session, None)
@@ -81,11 +82,11 @@ def run(args: argparse.Namespace) -> int:
         steps = known_steps(notebook)
         changes = session_changes(meta, store, step=args.step, steps=steps, exclude=own)
     except NoSnapshots as exc:
-        print(f"codeagent: {read.path.name}: {exc}", file=sys.stderr)
+        warn(f"codeagent: {read.path.name}: {exc}")
         return 1
     except ConfigError as exc:
         raise ConfigError(f"{read.path.name}: {exc}") from None
-    print(terminal(changes, stat=args.stat))
+    output.diff(terminal(changes, stat=args.stat))
     return 0
 
 

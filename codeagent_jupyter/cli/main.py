@@ -37,6 +37,7 @@ from .args import (
     read_notebook,
     writable_notebook,
 )
+from .output import say, warn
 from .wiring import (
     CliSession,
     build_cli_agent,
@@ -108,22 +109,22 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_replay_recorded(args))
         return asyncio.run(_reexecute(args))
     except ConfigError as exc:
-        print(f"codeagent: error: {exc}", file=sys.stderr)
+        warn(f"codeagent: error: {exc}")
         return 2
     except RunStopped as exc:  # stopped while the sandbox was starting: no run began
-        print(f"codeagent: interrupted before the run began ({exc.reason})", file=sys.stderr)
+        warn(f"codeagent: interrupted before the run began ({exc.reason})")
         return 130
     except IsolationUnavailable as exc:
-        print(f"codeagent: error: {exc.explain('--isolation none', UNCONFINED)}", file=sys.stderr)
+        warn(f"codeagent: error: {exc.explain('--isolation none', UNCONFINED)}")
         return 1
     except CodeAgentError as exc:
-        print(f"codeagent: error: {exc}", file=sys.stderr)
+        warn(f"codeagent: error: {exc}")
         return 1
     except KeyboardInterrupt:
-        print("codeagent: interrupted", file=sys.stderr)
+        warn("codeagent: interrupted")
         return 130
     except Exception as exc:  # a bug of ours: still one line, and say where to look
-        print(f"codeagent: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        warn(f"codeagent: internal error: {type(exc).__name__}: {exc}")
         return 1
 
 
@@ -152,7 +153,7 @@ async def _run(args: argparse.Namespace) -> int:
         from .terminal import make_printer
 
         recorder = NotebookRecorder(out, session_id=session_id, on_saved=sign)
-        printer = make_printer()
+        printer = make_printer(answer_on=sys.stdout)
         sinks: list[EventSink] = [recorder, printer]
         changes = None
         if not args.no_snapshots:
@@ -213,7 +214,7 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
     async with make_sandbox(args, workdir, limits) as sandbox:
         announce(sandbox)
         recorder = NotebookRecorder(out, on_saved=signing(notary))
-        printer = make_printer()
+        printer = make_printer(answer_on=sys.stdout)
         sinks: list[EventSink] = [recorder, printer]
         tools: list[Any] = [ToolBox(sandbox, workdir)]
         install = install_tool(args, sandbox)
@@ -246,9 +247,9 @@ async def _reexecute(args: argparse.Namespace) -> int:
         checks = await reexecute(notebook, sandbox)
     for check in checks:
         verdict = "match" if check.matched else f"MISMATCH: {check.detail}"
-        print(f"cell {check.index} (step {check.step}): {verdict}")
+        say(f"cell {check.index} (step {check.step}): {verdict}")
     bad = sum(not c.matched for c in checks)
-    print(f"{len(checks) - bad} of {len(checks)} cells match")
+    say(f"{len(checks) - bad} of {len(checks)} cells match")
     return 1 if bad else 0
 
 

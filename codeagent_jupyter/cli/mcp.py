@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import contextlib
 import signal
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,7 @@ from .args import (
     make_sandbox,
     writable_notebook,
 )
+from .output import warn
 from .wiring import hook_chain, install_tool, snapshot_sink
 
 MCP_EXAMPLES = """\
@@ -124,7 +124,7 @@ async def run(args: argparse.Namespace) -> int:
             report.warning(sandbox.enforcement),
         )
         server = build_server(session_for, tools.schemas, instructions_text=text)
-        print(f"codeagent mcp: serving on stdio; session notebook {out}", file=sys.stderr)
+        warn(f"codeagent mcp: serving on stdio; session notebook {out}")
         serving = asyncio.ensure_future(
             server.run(read, write, server.create_initialization_options())
         )
@@ -138,7 +138,7 @@ async def run(args: argparse.Namespace) -> int:
             tools.end("the MCP client left")
             if hooks is not None:
                 await hooks.end({})
-    print(f"Session: {out}", file=sys.stderr)
+    warn(f"Session: {out}")
     return 0
 
 

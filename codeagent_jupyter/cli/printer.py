@@ -4,16 +4,22 @@ It is just another event sink, so the CLI shows exactly what the notebook record
 header and code are written when the call starts, its result when it ends. This is the
 output for pipes, files and scripts (no colour, no control codes); ``terminal.py`` builds
 the live view of a terminal on top of it.
+
+Everything it writes passes ``visible`` on the way out (``_write``, ``_text_delta``): cell
+output, the model's text and code, file names and diffs are someone else's bytes, and no
+control character of theirs reaches the stream.
 """
 
 from __future__ import annotations
 
 import io
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
 from .. import events as ev
-from ..util.textbounds import head_tail, strip_ansi
+from ..util.textbounds import head_tail, render_outputs, strip_ansi
+from ..util.visible import visible
+from .file_steps import DIFF_INDENT, bounded, clip, count, edited_path, file_diff, title
 
 _MARK = {"done": "[x]", "in_progress": "[~]", "pending": "[ ]"}
 _CODE_ARGUMENT = {"run_cell": "code", "run_command": "command"}
@@ -30,6 +36,9 @@ class ProgressPrinter:
         self._announced: dict[str, bool] = {}
         """Calls whose header is written, and whether their code was written with it."""
         self._helpers: dict[str, ProgressPrinter] = {}
+        self._written: dict[str, tuple[str, str]] = {}
+        """Calls writing a whole file: its path and the content the model gave."""
+        self._cells = self._other_calls = 0
 
     def emit(self, event: ev.Event) -> None:
         match event:
@@ -69,7 +78,7 @@ class ProgressPrinter:
         if self._streaming:
             self.stream.write("\n")
             self._streaming = False
-        self.stream.write(text + "\n")
+        self.stream.write(visible(text) + "\n")
         self.stream.flush()
 
     def _helper_event(self, e: ev.HelperEvent) -> None:
@@ -102,7 +111,7 @@ class ProgressPrinter:
         self._write("-- Plan\n" + "\n".join(lines))
 
     def _text_delta(self, e: ev.TextDelta) -> None:
-        self.stream.write(e.text)
+        self.stream.write(visible(e.text))
         self.stream.flush()
         self._streaming = True
 
@@ -124,14 +133,19 @@ class ProgressPrinter:
         """The header (and a code tool's code) now, so a long cell is never a silent wait."""
         if e.name == ev.PLAN_TOOL:
             return  # shown as the plan once it is set
+        arguments = e.arguments if isinstance(e.arguments, dict) else {}
         key = _CODE_ARGUMENT.get(e.name)
-        code = e.arguments.get(key) if key and isinstance(e.arguments, dict) else None
+        code = arguments.get(key) if key else None
         code = code if isinstance(code, str) else None
+        path, content = arguments.get("path"), arguments.get("content")
+        if e.name in ev.WORKSPACE_WRITERS and isinstance(path, str) and isinstance(content, str):
+            self._written[e.tool_call_id] = (path, content)
         self._announced[e.tool_call_id] = code is not None
-        self._announce(e.step, e.name, code)
+        self._announce(e.step, title(e.name, arguments), code)
 
     def _announce(self, step: int, name: str, code: str | None) -> None:
-        """Writes a step's header and, when given, its code (the first ``code_lines``)."""
+        """Writes a step's header (the tool, and the file it works on) and, when given, its
+        code (the first ``code_lines``)."""
         self._write("\n".join([f"-- step {step}: {name}", *self._code_block(code)]))
 
     def _code_block(self, code: str | None) -> list[str]:
@@ -152,15 +166,29 @@ class ProgressPrinter:
     def _tool_call_finished(self, e: ev.ToolCallFinished) -> None:
         if e.name == ev.PLAN_TOOL and e.status == "ok":
             return  # the plan itself was just printed
+        if e.name != ev.PLAN_TOOL:
+            if e.name in ev.KERNEL_TOOLS:
+                self._cells += 1
+            else:
+                self._other_calls += 1
         lines: list[str] = []
         code_shown = self._announced.pop(e.tool_call_id, None)
+        written = self._written.pop(e.tool_call_id, None)
         if code_shown is None:  # never started (refused, denied): the header comes now
-            lines.append(f"-- step {e.step}: {e.name}")
+            lines.append(f"-- step {e.step}: {title(e.name, {'path': edited_path(e)})}")
         if not code_shown:
             lines.extend(self._code_block(e.code))
         lines.append(self._result_line(e))
         lines.extend(f"      {line}" for line in self._details(e))
         self._write("\n".join(lines))
+        if e.status == "ok":
+            diff = file_diff(e, written)
+            if diff:
+                self._write_diff(bounded(diff, e.step))
+
+    def _write_diff(self, lines: list[str]) -> None:
+        """A file step's diff, indented under its result (coloured on a terminal)."""
+        self._write("\n".join(DIFF_INDENT + line for line in lines))
 
     @staticmethod
     def _result_line(e: ev.ToolCallFinished) -> str:
@@ -176,24 +204,40 @@ class ProgressPrinter:
 
     def _run_finished(self, e: ev.RunFinished) -> None:
         usage = e.usage or {}
-        tokens = ev.tokens_label(int(usage.get("total_tokens", 0)), bool(usage.get("estimated")))
-        steps = f"{e.steps} step" + ("" if e.steps == 1 else "s")
-        self._write(f"== {e.status}: {e.reason} ({steps}, {e.duration_s:.1f} s, {tokens})")
+        total, estimated = int(usage.get("total_tokens", 0)), bool(usage.get("estimated"))
+        # No count at all (a replay of recorded turns asks no model) is not "0 tokens".
+        tokens = ev.tokens_label(total, estimated) if total or estimated else "no tokens counted"
+        counts = [count(e.steps, "step")]
+        counts += [count(self._cells, "cell")] if self._cells else []
+        other = "other tool call" if self._cells else "tool call"
+        counts += [count(self._other_calls, other)] if self._other_calls else []
+        self._cells = self._other_calls = 0
+        counts += [f"{e.duration_s:.1f} s", tokens]
+        self._write(f"== {e.status}: {e.reason} ({', '.join(counts)})")
 
 
 def _summary(e: ev.ToolCallFinished) -> str:
-    """A few lines of what a tool produced: the error line, the end of the text, images."""
+    """A few lines of what a tool produced: the error line, the end of the text, images.
+
+    A cell is summed up from its real outputs, not from the text the model was shown: that
+    text carries lines meant for the model only (what to do about an image it cannot see,
+    the budget left)."""
     images = sum(1 for o in e.outputs if "image/png" in o.get("data", {}))
     errors = [o for o in e.outputs if o.get("output_type") == "error"]
+    others = [o for o in e.outputs if o.get("output_type") != "error"]
     parts = []
     if errors:
         parts.append(f"{errors[-1].get('ename')}: {strip_ansi(str(errors[-1].get('evalue')))}")
+    elif others:
+        lines = render_outputs(others).strip().splitlines()
+        parts.extend(lines[:3] + (["...", *lines[-2:]] if len(lines) > 5 else lines[3:]))
+        images = 0  # each image has its own line
     elif e.result and e.result != "(no output)":
         lines = _for_the_terminal(strip_ansi(e.result).strip().splitlines())
         parts.extend(lines[:3] + (["...", *lines[-2:]] if len(lines) > 5 else lines[3:]))
     if images and "[image/" not in e.result:
         parts.append(f"[{images} image{'s' if images > 1 else ''}]")
-    return "\n".join(_clip(p) for p in parts)
+    return "\n".join(clip(p) for p in parts)
 
 
 def _for_the_terminal(lines: list[str]) -> list[str]:
@@ -202,8 +246,3 @@ def _for_the_terminal(lines: list[str]) -> list[str]:
     while lines and lines[-1].startswith(("[ran ", "[budget left: ")) and lines[-1].endswith("]"):
         lines = lines[:-1]
     return lines
-
-
-def _clip(line: Any, width: int = 160) -> str:
-    text = str(line)
-    return text if len(text) <= width else text[: width - 3] + "..."

@@ -13,6 +13,7 @@ parent (``metadata.codeagent.parent``): a fork, history cut at step N.
 from __future__ import annotations
 
 import argparse
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -171,26 +172,22 @@ async def _reinstall(args: argparse.Namespace, sandbox: Any, todo: Any) -> Any:
     """The ``install_packages`` tool (``--allow-install``), after reinstalling the packages
     the session had at the cut (same versions, same files) so its cells run again; without
     the flag, a line says what is missing."""
-    import sys
-
     from ..record.packages import recorded_packages
+    from .output import warn
     from .wiring import install_tool
 
     pins = recorded_packages(todo.notebook, todo.run, todo.step)
     tool = install_tool(args, sandbox)
     if pins and tool is None:
         names = ", ".join(f"{p['name']}=={p['version']}" for p in pins)
-        print(
-            f"codeagent: the session installed {names}; not reinstalled without --allow-install",
-            file=sys.stderr,
-        )
+        warn(f"codeagent: the session installed {names}; not reinstalled without --allow-install")
     elif pins:
         try:
             done = await tool.restore(pins)
         except ToolError as e:
-            print(f"codeagent: could not reinstall the session's packages: {e}", file=sys.stderr)
+            warn(f"codeagent: could not reinstall the session's packages: {e}")
         else:
-            print(f"codeagent: reinstalled {done}", file=sys.stderr)
+            warn(f"codeagent: reinstalled {done}")
     return tool
 
 
@@ -221,4 +218,4 @@ def _recording(
             "run": todo.run,
             "step": todo.step,
         }
-    return recorder, make_printer()
+    return recorder, make_printer(answer_on=sys.stdout)

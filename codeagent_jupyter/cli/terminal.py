@@ -5,6 +5,10 @@ Everything is written through ``rich``, which keeps the status line at the botto
 trace scrolls above it. Only a terminal gets this view (``make_printer``): pipes, files and
 ``TERM=dumb`` get the plain ``ProgressPrinter`` unchanged, and ``NO_COLOR`` keeps the live
 view but writes no colour or style codes at all.
+
+Every line is made ``visible`` before ``rich`` sees it (``rich`` passes ESC through, and
+would read ``[bold]`` in a ``str`` as markup: only ``Text`` objects are printed), and the
+styles are added to the result: the only control codes on the terminal are our own.
 """
 
 from __future__ import annotations
@@ -22,10 +26,14 @@ from rich.text import Text
 
 from .. import events as ev
 from ..util.textbounds import strip_ansi
+from ..util.visible import visible
+from .file_steps import DIFF_INDENT, diff_line
 from .printer import ProgressPrinter
 
 STREAM_LINES = 200
 """Lines of one call's output shown as it runs; the session notebook keeps all of it."""
+MODEL_TEXT_LINES = 8
+"""Lines of the model's text shown while it streams (the last ones)."""
 
 OUTPUT_INDENT = " " * 6
 """A cell's output sits under its code, as the plain trace's summary does."""
@@ -51,10 +59,18 @@ def wants_live_view(stream: TextIO) -> bool:
     return tty and os.environ.get("TERM", "") not in ("dumb", "unknown")
 
 
-def make_printer(stream: TextIO | None = None) -> ProgressPrinter:
-    """The progress sink for ``stream`` (stderr by default): live on a terminal, else plain."""
+def make_printer(
+    stream: TextIO | None = None, *, answer_on: TextIO | None = None
+) -> ProgressPrinter:
+    """The progress sink for ``stream`` (stderr by default): live on a terminal, else plain.
+
+    ``answer_on`` is where the run's answer will be printed (stdout): when that is a
+    terminal too, the live view leaves the answer to it, so the user reads it once."""
     stream = stream or sys.stderr
-    return TerminalPrinter(stream) if wants_live_view(stream) else ProgressPrinter(stream)
+    if not wants_live_view(stream):
+        return ProgressPrinter(stream)
+    elsewhere = answer_on is not None and wants_live_view(answer_on)
+    return TerminalPrinter(stream, answer_elsewhere=elsewhere)
 
 
 class _Status:
@@ -68,7 +84,9 @@ class _Status:
         self.since = self.started
         self.tokens = ""
         self.partial = ""
-        """The line being written right now (streamed text, a progress bar), shown above."""
+        """The line being written right now (a progress bar), shown above."""
+        self.model_text: list[str] = []
+        """The last lines of the model's text as it streams, shown above (already visible)."""
         self.indent = ""
 
     def doing(self, activity: str, step: int | None = None) -> None:
@@ -83,20 +101,26 @@ class _Status:
             f"{self.activity} {now - self.since:.1f} s",
         ]
         parts += [f"{_clock(now - self.started)} elapsed", self.tokens]
-        return Text(" · ".join(p for p in parts if p), style="dim")
+        return Text(visible(" · ".join(p for p in parts if p)), style="dim")
 
     def __rich__(self) -> Any:
         self.spinner.text = self.line()
+        above = [Text(line) for line in self.model_text]
         if self.partial:
-            return Group(Text(self.indent + self.partial), self.spinner)
-        return self.spinner
+            above.append(Text(self.indent + self.partial))
+        return Group(*above, self.spinner) if above else self.spinner
 
 
 class TerminalPrinter(ProgressPrinter):
     """The plain trace, styled, plus the live status line and streamed cell output."""
 
-    def __init__(self, stream: TextIO | None = None, *, code_lines: int = 12) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, *, code_lines: int = 12, answer_elsewhere: bool = False
+    ) -> None:
         super().__init__(stream, code_lines=code_lines)
+        self.answer_elsewhere = answer_elsewhere
+        """The answer is printed on another terminal stream (stdout): not in this trace."""
+        self._model_text = ""  # this turn's streamed text so far
         plain = "NO_COLOR" in os.environ and os.environ["NO_COLOR"] != ""
         self.console = Console(
             file=self.stream,
@@ -108,9 +132,8 @@ class TerminalPrinter(ProgressPrinter):
         self._live = Live(self.status, console=self.console, transient=True, refresh_per_second=8)
         self._shown: dict[str, int] = {}
         """Lines of output shown so far for each call that streamed some."""
-        self._partial_of = ""  # the call (or "" for model text) whose line is unfinished
+        self._partial_of = ""  # the call whose line is unfinished
         self._unfinished = ""  # that line as it came, carriage returns included
-        self._text_streamed = False  # this turn's text was shown as it came
 
     def emit(self, event: ev.Event) -> None:
         super().emit(event)
@@ -127,7 +150,12 @@ class TerminalPrinter(ProgressPrinter):
                 self.close()
 
     def close(self) -> None:
-        """Stops the status line and gives the terminal its cursor back."""
+        """Stops the status line and gives the terminal its cursor back; model text cut
+        short by a stop is kept on the screen."""
+        if self._model_text.strip():
+            self.status.model_text = []
+            self._write(self._model_text.strip())
+            self._model_text = ""
         if self._live.is_started:
             self._live.stop()
 
@@ -135,7 +163,7 @@ class TerminalPrinter(ProgressPrinter):
     def _write(self, text: str) -> None:
         self._end_partial()
         for line in text.split("\n"):
-            self.console.print(_styled(line), soft_wrap=True)
+            self.console.print(_styled(visible(line)), soft_wrap=True)
 
     def _end_partial(self) -> None:
         """An unfinished line is written out before anything else is."""
@@ -144,12 +172,13 @@ class TerminalPrinter(ProgressPrinter):
         self.status.partial = self._unfinished = ""
 
     def _stream_text(self, owner: str, text: str, style: str = "") -> None:
-        """Complete lines scroll up; the last, unfinished one stays in the live area, shown
-        as a terminal would show it (after its last carriage return: a progress bar)."""
+        """A call's output: complete lines scroll up; the last, unfinished one stays in the
+        live area, shown as a terminal would show it (after its last carriage return: a
+        progress bar)."""
         if self._partial_of != owner:
             self._end_partial()
             self._partial_of = owner
-        indent = self.status.indent = OUTPUT_INDENT if owner else ""
+        indent = self.status.indent = OUTPUT_INDENT
         lines = (self._unfinished + text).split("\n")
         unfinished = lines.pop()
         for line in lines:
@@ -161,9 +190,7 @@ class TerminalPrinter(ProgressPrinter):
             self._unfinished, self.status.partial = unfinished, _last_frame(unfinished)
 
     def _room(self, owner: str, *, count: bool = True) -> bool:
-        """Whether ``owner`` may show one more line (model text always may)."""
-        if not owner:
-            return True
+        """Whether ``owner``'s output may show one more line."""
         shown = self._shown.get(owner, 0)
         if not count:
             return shown < STREAM_LINES
@@ -175,24 +202,29 @@ class TerminalPrinter(ProgressPrinter):
 
     # -- events --------------------------------------------------------------------------
     def _text_delta(self, e: ev.TextDelta) -> None:
-        self._stream_text("", e.text)
-        self._text_streamed = True
+        """The model's text stays in the live area while it streams: only once the turn is
+        over is it known whether it is the answer (which may be printed elsewhere)."""
+        self._model_text += e.text
+        lines = visible(self._model_text[-MODEL_TEXT_LINES * 400 :]).split("\n")
+        self.status.model_text = lines[-MODEL_TEXT_LINES:]
 
     def _assistant_message(self, e: ev.AssistantMessage) -> None:
-        if self._text_streamed:
-            self._text_streamed = False
-            self._end_partial()
+        streamed, self._model_text = self._model_text.strip(), ""
+        self.status.model_text = []
+        if not streamed:
+            super()._assistant_message(e)
             return
-        super()._assistant_message(e)
+        if e.message.get("tool_calls") or not self.answer_elsewhere:
+            self._write(streamed)
 
     def _announce(self, step: int, name: str, code: str | None) -> None:
         self._end_partial()
         # The call runs from here on: the status line drawn under the lines below says so.
         self.status.doing(f"running {name}", step)
-        self.console.print(_styled(f"-- step {step}: {name}"), soft_wrap=True)
+        self.console.print(_styled(visible(f"-- step {step}: {name}")), soft_wrap=True)
         block = self._code_block(code)
         if block:
-            shown = "\n".join(line[len("   | ") :] for line in block)
+            shown = visible("\n".join(line[len("   | ") :] for line in block))
             highlighted = Syntax(shown, "python", theme="ansi_dark").highlight(shown)
             highlighted.rstrip()
             for line in highlighted.split("\n"):
@@ -226,6 +258,11 @@ class TerminalPrinter(ProgressPrinter):
             self._end_partial()
         super()._tool_call_finished(e)
 
+    def _write_diff(self, lines: list[str]) -> None:
+        self._end_partial()
+        for line in lines:
+            self.console.print(diff_line(line, DIFF_INDENT), soft_wrap=True)
+
 
 def _styled(line: str) -> Text:
     for prefix, style in _PREFIX_STYLES:
@@ -236,7 +273,7 @@ def _styled(line: str) -> Text:
 
 def _last_frame(line: str) -> str:
     """What a terminal shows of a line redrawn with carriage returns (a progress bar)."""
-    return strip_ansi(line.rstrip("\r").rsplit("\r", 1)[-1])
+    return visible(strip_ansi(line.rstrip("\r").rsplit("\r", 1)[-1]))
 
 
 def _display_text(data: dict[str, Any]) -> str:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..record.notary import Notary
 from .args import existing_workdir
+from .output import warn
 
 
 @dataclass
@@ -46,7 +46,7 @@ class SessionFile:
     def say_if_unsigned(self) -> None:
         """The first line of stderr, before the sandbox's, when the notebook is not ours."""
         if not self.signed:
-            print(self.warning(), file=sys.stderr, flush=True)
+            warn(self.warning())
 
 
 def read_session_file(path: Path, notary: Notary | None) -> SessionFile:

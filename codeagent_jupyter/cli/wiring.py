@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -179,14 +178,17 @@ async def drive(loop: Any, prompts: list[str]) -> ev.RunFinished:
 
 
 def report(finished: ev.RunFinished, out: Path, changes: Any = None) -> int:
-    """The answer, what the session did to the files (``changes.line()``), the notebook."""
+    """The answer (once: Markdown on a terminal), what the session did to the files
+    (``changes.line()``), the notebook; all of it through the CLI's one writer."""
+    from . import output
+
     if finished.answer:
-        print(finished.answer)
+        output.answer(finished.answer)
     line = changes.line() if changes is not None else None
     if line:
-        print(line)
-    print(f"Session: {out}")
+        output.say(line)
+    output.say(f"Session: {out}")
     if finished.status != ev.ANSWERED:
-        print(f"codeagent: stopped: {finished.reason}", file=sys.stderr)
+        output.warn(f"codeagent: stopped: {finished.reason}")
         return 1
     return 0

@@ -231,6 +231,10 @@ def test_replay_recorded_and_reexecute(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert "KeyError" in result.stderr  # the scripted mistake happens again ...
+    # Six model turns ran four cells; a replay asks no model, so it counts no tokens; the
+    # image is named, without the line written for a model that cannot see it.
+    assert "(6 steps, 4 cells, " in result.stderr and ", no tokens counted)" in result.stderr
+    assert "[image/png 687x354]" in result.stderr and "receives no images" not in result.stderr
     assert (work / "sales.csv").exists()  # ... and the real cells ran
     original = nbformat.read(demo, as_version=4)
     again = nbformat.read(replayed, as_version=4)

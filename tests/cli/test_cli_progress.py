@@ -8,21 +8,15 @@ a user sees while a cell runs.
 
 from __future__ import annotations
 
-import fcntl
 import os
-import pty
 import re
-import select
-import struct
 import subprocess
 import sys
-import termios
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from tests.cli.pty_terminal import Terminal
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
 
 WAITING_CELL = (
@@ -63,52 +57,6 @@ def _command(url: str, work: Path, *extra: str) -> list[str]:
         "--model", "m", "--base-url", url, "--workdir", str(work),
         "--out", str(work / "s.ipynb"), "--cell-timeout", "300", *extra,
     ]  # fmt: skip
-
-
-class Terminal:
-    """A process on a pseudo-terminal of 120 x 40, and everything it wrote to it."""
-
-    def __init__(self, command: list[str], env: dict[str, str]) -> None:
-        master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-        self.proc = subprocess.Popen(
-            command, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True
-        )
-        os.close(slave)
-        self.master = master
-        self.raw = b""
-
-    @property
-    def text(self) -> str:
-        return self.raw.decode(errors="replace")
-
-    def read(self, seconds: float) -> bool:
-        """Read for up to ``seconds``; False once the process closed the terminal."""
-        ready, _, _ = select.select([self.master], [], [], seconds)
-        if not ready:
-            return True
-        try:
-            chunk = os.read(self.master, 65536)
-        except OSError:  # EIO: the other side is closed
-            return False
-        self.raw += chunk
-        return bool(chunk)
-
-    def wait_for(self, done: Callable[[], bool], timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while not done():
-            if time.monotonic() > deadline or not self.read(0.2):
-                return done()
-        return True
-
-    def finish(self, timeout: float = 180) -> int:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.read(0.5):
-            pass
-        try:
-            return self.proc.wait(max(1.0, deadline - time.monotonic()))
-        finally:
-            os.close(self.master)
 
 
 @pytest.mark.parametrize("no_color", [False, True], ids=["colour", "NO_COLOR"])
@@ -179,7 +127,7 @@ def test_piped_progress_stays_plain(scripted_model, tmp_path: Path) -> None:
         r"      line 2",
         r"Three lines\.",
         r"",
-        r"== answered: the model gave its answer \(2 steps, \d+\.\d s, [\d,]+ tokens\)",
+        r"== answered: the model gave its answer \(2 steps, 1 cell, \d+\.\d s, [\d,]+ tokens\)",
     ]
     assert len(lines[1:]) == len(expected), result.stderr
     for line, pattern in zip(lines[1:], expected, strict=True):
