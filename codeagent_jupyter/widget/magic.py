@@ -7,7 +7,8 @@
     %agent --with df,model fit a better model   (copy df and model into the sandbox)
     %agent accept 3 | %agent accept all   (without the JupyterLab extension)
     %agent fix | %agent --with df fix     (propose an edit of the last failed cell)
-    %agent --cell 4f2a… fix               (that cell: the error outputs' "Fix" button)
+    %agent fix In[9]                      (the cell shown In [9]: the error's "Fix" button)
+    %agent --cell 4f2a… fix               (the cell with that notebook cell id)
     %%agent --max-steps 20
     <a long request over several lines>
 
@@ -19,6 +20,7 @@ config file) makes the side panel the default; ``--inline`` then keeps one in it
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 from typing import Any
 
@@ -32,7 +34,15 @@ from .actions import Inserter
 from .bridge import NotebookBridge
 from .client import AgentClient, CodeAgentError, notebook_path
 from .display import Placement, sidecar_class
-from .fixing import FailedCell, FailureWatcher, failed_from_notebook, fix_request, names_used
+from .fixing import (
+    FailedCell,
+    FailureWatcher,
+    failed_from_notebook,
+    fix_request,
+    fix_target,
+    fix_title,
+    names_used,
+)
 from .interrupt import InterruptWatcher
 from .live import LiveNotebook
 from .magic_args import parse
@@ -72,6 +82,10 @@ class AgentMagics(Magics):
         number = self.counts.get(cell_id)
         return f"In [{number}]" if number else None
 
+    def cell_of(self, number: int) -> str | None:
+        """The notebook cell that ran as ``In [number]`` in this kernel, if one did."""
+        return next((c for c, n in self.counts.items() if n == number), None)
+
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> None:
         """Ask the agent (runs in the Jupyter server's sandbox, never in this kernel)."""
@@ -84,16 +98,18 @@ class AgentMagics(Magics):
             return
         if args.attach and request:
             raise UsageError("%agent: --attach takes no request; send follow-ups from the panel")
-        if args.cell and request != "fix":
+        fixing, number = fix_target(request)
+        if args.cell and (not fixing or number is not None):
             raise UsageError("%agent: --cell goes with fix: %agent --cell ID fix")
         payloads = self.serialize(args.with_names) if args.with_names else []
         brought = [p.name for p in payloads]
-        failed = None
-        if request == "fix":
-            failed = self.watcher.failed(args.cell)
-            if failed is None and args.cell is None:
+        failed, title = None, ""
+        if fixing:
+            failed = self._failed(args.cell, number)
+            if failed is None and args.cell is None and number is None:
                 raise UsageError("%agent fix: no cell has failed since %load_ext codeagent_jupyter")
             request = self.fix_request(failed, brought) if failed is not None else ""
+            title = fix_title(failed) if failed is not None else ""
         panel = self.open_panel(
             args.model,
             args.max_steps,
@@ -109,9 +125,22 @@ class AgentMagics(Magics):
         if args.attach:
             panel.attach(args.attach)
         elif request:
-            panel.run("send", panel.start(request))
-        elif args.cell:  # a cell this kernel did not see fail: read it from the notebook
-            panel.run("send", self._fix_from_notebook(panel, args.cell, brought))
+            panel.run("send", panel.start(request, title=title))
+        elif fixing:  # a cell this kernel did not see fail: read it from the notebook
+            found = self._fix_from_notebook(panel, brought, cell_id=args.cell, number=number)
+            panel.run("send", found)
+
+    def _failed(self, cell_id: str | None, number: int | None) -> FailedCell | None:
+        """The failure ``%agent fix`` is about, as this kernel saw it (None: it did not):
+        the cell ``cell_id``, the cell that ran as ``In [number]``, or the last one."""
+        if number is not None:
+            cell_id = self.cell_of(number)
+            if cell_id is None:
+                return None
+        failed = self.watcher.failed(cell_id)
+        if failed is None or failed.cell_id is None:
+            return failed
+        return dataclasses.replace(failed, count=self.counts.get(failed.cell_id))
 
     def open_panel(
         self,
@@ -213,22 +242,37 @@ class AgentMagics(Magics):
             )
         return fix_request(failed, brought, suggest)
 
-    async def _fix_from_notebook(self, panel: AgentPanel, cell_id: str, brought: list[str]) -> None:
-        """``%agent --cell ID fix`` for a failure this kernel did not see (it happened before
-        ``%load_ext``, or in an earlier kernel): the source and error output come from the
-        open notebook, through the labextension."""
+    async def _fix_from_notebook(
+        self,
+        panel: AgentPanel,
+        brought: list[str],
+        *,
+        cell_id: str | None = None,
+        number: int | None = None,
+    ) -> None:
+        """``%agent fix In[9]`` / ``--cell ID fix`` for a failure this kernel did not see (it
+        happened before ``%load_ext``, or in an earlier kernel): the source and error output
+        come from the open notebook, through the labextension."""
         bridge = panel.inserter.bridge if panel.inserter is not None else None
         live = await bridge.notebook_cells() if bridge is not None else None
-        cell = next((c for c in (live or {}).get("cells", []) if c.get("id") == cell_id), None)
-        failed = failed_from_notebook(cell) if cell is not None else None
-        if failed is None:
-            where = "no such cell in the notebook" if live and cell is None else "no error output"
+        cells = (live or {}).get("cells", [])
+        if cell_id is not None:
+            found = [c for c in cells if c.get("id") == cell_id]
+        else:
+            found = [c for c in cells if c.get("execution_count") == number]
+        failures = [f for f in (failed_from_notebook(c) for c in found) if f is not None]
+        what = f"cell {cell_id}" if cell_id is not None else f"In [{number}]"
+        if len(failures) != 1:
+            where = "no such cell in the notebook" if live and not found else "no error output"
+            if len(failures) > 1:
+                where = "more than one cell shows that number; run the failed cell again"
             if live is None:
                 where = "the notebook cannot be read without the JupyterLab extension"
-            panel.say(f"%agent fix: cell {cell_id}: {where}; run the cell again, then fix it")
+            panel.say(f"%agent fix: {what}: {where}; run the cell again, then fix it")
             return
+        failed = failures[0]
         suggest = [n for n in names_used(failed.source, self.shell.user_ns) if n not in brought]
-        await panel.start(fix_request(failed, brought, suggest))
+        await panel.start(fix_request(failed, brought, suggest), title=fix_title(failed))
 
     def namespace(self) -> list[dict[str, Any]]:
         """This kernel's user variables described (types and shapes, never values)."""
