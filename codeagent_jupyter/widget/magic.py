@@ -317,8 +317,9 @@ def _current_cell_id(shell: Any) -> str | None:
     return str(cell_id) if cell_id else None
 
 
-def new_panel(shell: Any = None) -> AgentPanel | None:
-    """``codeagent_jupyter.panel()``: an empty panel with a prompt box."""
+def new_panel(shell: Any = None, *, side: bool = False) -> AgentPanel | None:
+    """``codeagent_jupyter.panel()``: an empty panel with a prompt box (``side``: in the
+    right sidebar, its session list open)."""
     from IPython import get_ipython
 
     shell = shell or get_ipython()
@@ -328,4 +329,4 @@ def new_panel(shell: Any = None) -> AgentPanel | None:
     if magics is None:
         magics = AgentMagics(shell)
         shell.register_magics(magics)
-    return magics.open_panel()
+    return magics.open_panel(side=side or None)
