@@ -190,6 +190,7 @@ class AgentPanel(PanelClicks):
         running = self.state.running
         started = self.session_id is not None
         self.stop.disabled = not running
+        self.stop.layout.display = "" if running else "none"  # no faded Stop after a run
         acceptable = [c for c in self.state.cells if c.ran_cleanly and c.decision is None]
         self.accept_all.disabled = not acceptable or "accept-all" in self._busy
         self.controls.layout.display = "" if started else "none"
