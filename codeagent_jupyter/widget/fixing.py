@@ -93,6 +93,29 @@ def failed_from_notebook(cell: dict[str, Any]) -> FailedCell | None:
     return FailedCell(cell["source"], str(cell.get("id") or "") or None, text, count)
 
 
+def failed_in_notebook(
+    live: dict[str, Any] | None, *, cell_id: str | None = None, number: int | None = None
+) -> FailedCell | str:
+    """The failed cell ``cell_id`` (or the one shown ``In [number]``) of the open notebook
+    (``live``: the labextension's ``get_cells``, None without it), or the one line saying
+    why there is none to fix."""
+    what = f"cell {cell_id}" if cell_id is not None else f"In [{number}]"
+    if live is None:
+        return f"%agent fix: {what}: the notebook cannot be read without the JupyterLab extension"
+    cells = live.get("cells") or []
+    if cell_id is not None:
+        found = [c for c in cells if c.get("id") == cell_id]
+    else:
+        found = [c for c in cells if c.get("execution_count") == number]
+    failures = [f for f in (failed_from_notebook(c) for c in found) if f is not None]
+    if len(failures) == 1:
+        return failures[0]
+    where = "no such cell in the notebook" if not found else "no error output"
+    if len(failures) > 1:
+        where = "more than one cell shows that number"
+    return f"%agent fix: {what}: {where}; run the cell again, then fix it"
+
+
 def traceback_text(error: BaseException) -> str:
     """The traceback from the user's cell on: IPython's own frames (which name paths of
     this machine and say nothing about the bug) are left out."""

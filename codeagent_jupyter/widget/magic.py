@@ -20,7 +20,6 @@ config file) makes the side panel the default; ``--inline`` then keeps one in it
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import sys
 from typing import Any
 
@@ -34,15 +33,8 @@ from .actions import Inserter
 from .bridge import NotebookBridge
 from .client import AgentClient, CodeAgentError, notebook_path
 from .display import Placement, sidecar_class
-from .fixing import (
-    FailedCell,
-    FailureWatcher,
-    failed_from_notebook,
-    fix_request,
-    fix_target,
-    fix_title,
-    names_used,
-)
+from .fix_magic import FixCommands
+from .fixing import FailedCell, FailureWatcher, fix_target, fix_title
 from .interrupt import InterruptWatcher
 from .live import LiveNotebook
 from .magic_args import parse
@@ -51,7 +43,7 @@ from .transfer import Payload, serialize
 
 
 @magics_class
-class AgentMagics(Magics):
+class AgentMagics(FixCommands, Magics):
     """Keeps the panels of this kernel, so ``%agent accept N`` finds the latest one."""
 
     side = Bool(
@@ -81,10 +73,6 @@ class AgentMagics(Magics):
     def cell_label(self, cell_id: str) -> str | None:
         number = self.counts.get(cell_id)
         return f"In [{number}]" if number else None
-
-    def cell_of(self, number: int) -> str | None:
-        """The notebook cell that ran as ``In [number]`` in this kernel, if one did."""
-        return next((c for c, n in self.counts.items() if n == number), None)
 
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> None:
@@ -129,18 +117,6 @@ class AgentMagics(Magics):
         elif fixing:  # a cell this kernel did not see fail: read it from the notebook
             found = self._fix_from_notebook(panel, brought, cell_id=args.cell, number=number)
             panel.run("send", found)
-
-    def _failed(self, cell_id: str | None, number: int | None) -> FailedCell | None:
-        """The failure ``%agent fix`` is about, as this kernel saw it (None: it did not):
-        the cell ``cell_id``, the cell that ran as ``In [number]``, or the last one."""
-        if number is not None:
-            cell_id = self.cell_of(number)
-            if cell_id is None:
-                return None
-        failed = self.watcher.failed(cell_id)
-        if failed is None or failed.cell_id is None:
-            return failed
-        return dataclasses.replace(failed, count=self.counts.get(failed.cell_id))
 
     def open_panel(
         self,
@@ -231,48 +207,6 @@ class AgentMagics(Magics):
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    def fix_request(self, failed: FailedCell, brought: list[str]) -> str:
-        """The request of ``%agent fix``: the failed cell, source and traceback."""
-        suggest = [n for n in names_used(failed.source, self.shell.user_ns) if n not in brought]
-        if suggest and not brought:
-            print(
-                f"codeagent: to let the agent reproduce the error, copy what the cell uses: "
-                f"%agent --with {','.join(suggest)} fix"
-            )
-        return fix_request(failed, brought, suggest)
-
-    async def _fix_from_notebook(
-        self,
-        panel: AgentPanel,
-        brought: list[str],
-        *,
-        cell_id: str | None = None,
-        number: int | None = None,
-    ) -> None:
-        """``%agent fix In[9]`` / ``--cell ID fix`` for a failure this kernel did not see (it
-        happened before ``%load_ext``, or in an earlier kernel): the source and error output
-        come from the open notebook, through the labextension."""
-        bridge = panel.inserter.bridge if panel.inserter is not None else None
-        live = await bridge.notebook_cells() if bridge is not None else None
-        cells = (live or {}).get("cells", [])
-        if cell_id is not None:
-            found = [c for c in cells if c.get("id") == cell_id]
-        else:
-            found = [c for c in cells if c.get("execution_count") == number]
-        failures = [f for f in (failed_from_notebook(c) for c in found) if f is not None]
-        what = f"cell {cell_id}" if cell_id is not None else f"In [{number}]"
-        if len(failures) != 1:
-            where = "no such cell in the notebook" if live and not found else "no error output"
-            if len(failures) > 1:
-                where = "more than one cell shows that number; run the failed cell again"
-            if live is None:
-                where = "the notebook cannot be read without the JupyterLab extension"
-            panel.say(f"%agent fix: {what}: {where}; run the cell again, then fix it")
-            return
-        failed = failures[0]
-        suggest = [n for n in names_used(failed.source, self.shell.user_ns) if n not in brought]
-        await panel.start(fix_request(failed, brought, suggest), title=fix_title(failed))
 
     def namespace(self) -> list[dict[str, Any]]:
         """This kernel's user variables described (types and shapes, never values)."""
