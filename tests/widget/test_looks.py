@@ -32,6 +32,7 @@ from codeagent_jupyter.widget.views import (
     TextView,
     ToolView,
 )
+from tests.widget.test_render import assert_inert
 
 COLOR = re.compile(
     r"(?:^|[;\s{])(color|background(?:-color)?|border(?:-(?:top|right|bottom|left))?(?:-color)?)"
@@ -210,6 +211,10 @@ def test_a_fix_request_reads_as_its_title_with_the_prompt_folded() -> None:
     assert "4f2a9c" not in head and "edit_cell" not in head
     assert "what the agent was asked" in folded and "4f2a9c" in folded
     assert "<details open" not in out
+    # The error's line is the user's data (a column name out of a CSV): text, never markup.
+    hostile = PromptItem("h", "x", 0, "Fix In [3]: KeyError: '<img src=x onerror=alert(1)>'")
+    assert_inert(PromptView.render(None, hostile))  # type: ignore[arg-type]
+    assert_inert(summary_html(SessionState(items=(hostile,)), "abc"))
     plain = PromptView.render(None, PromptItem("q", "**plot** it", 0))  # type: ignore[arg-type]
     assert "<b>Request:</b>" in plain and "<strong>plot</strong>" in plain
 
