@@ -4,9 +4,10 @@ labextension, real sandboxes, the scripted model).
 The error's "Fix with codeagent" button inserts ``%agent fix In[n]``, not a cell id; the
 panel heads the session with "Fix In [n]" and the error's last line (the prompt generated for
 the model folded under it); the edit's header and diff and the session list name the cell as
-the notebook shows it. The palette's "new panel" loads the extension only when the kernel has
-not, and "side panel and sessions" opens a side panel without a cell. Screenshots (light and
-dark) go to the artifacts folder (docs/testing.md).
+the notebook shows it; a tall table scrolls with the timeline (one vertical scrollbar) and no
+faded Stop stays. The palette's "new panel" loads the extension only when the kernel has not,
+and "side panel and sessions" opens a side panel without a cell. Screenshots (light and dark)
+go to the artifacts folder (docs/testing.md).
 """
 
 from __future__ import annotations
@@ -33,15 +34,34 @@ FIX_CELL = re.compile(r"edit_cell on cell_id '([^']+)'")
 TITLE = "Fix In [2]: NameError: name 'count' is not defined"
 
 
+TABLE = (
+    "from IPython.display import HTML, display\n"
+    "rows = ''.join(f'<tr><td>{i}</td><td>{i * i}</td></tr>' for i in range(16))\n"
+    "display(HTML(f'<table><tr><th>n</th><th>square</th></tr>{rows}</table>'))"
+)
+"""A table taller than the old 360-pixel box the panel put HTML outputs in."""
+NESTED_SCROLL_JS = """
+(panel) => [...panel.querySelectorAll('*')].filter(e => {
+  const style = getComputedStyle(e);
+  return ['auto', 'scroll'].includes(style.overflowY) && e.scrollHeight > e.clientHeight + 1
+    && !e.classList.contains('codeagent-timeline');
+}).map(e => `${e.className}: ${e.scrollHeight} > ${e.clientHeight}`)
+"""
+"""Elements of the panel that scroll vertically inside it, besides its one timeline."""
+
+
 def script(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """A fix request proposes the fix of the cell it names; anything else is answered."""
+    """A fix request looks at a table, then proposes the fix of the cell it names; anything
+    else is answered."""
     last = messages[-1]
+    named = FIX_CELL.search(json.dumps(messages[:2]))
     if last["role"] == "tool":
-        return text("Divide by the number of prices.")
-    named = FIX_CELL.search(json.dumps(last))
-    if named:
+        if "Proposed an edit" in last["content"] or not named:
+            return text("Divide by the number of prices.")
         edit = {"cell_id": named.group(1), "new_source": FIXED, "reason": "`count` is unset"}
         return tool_calls(("edit_cell", edit))
+    if named:
+        return tool_calls(("run_cell", {"code": TABLE}))
     return text("Here is the answer.")
 
 
@@ -78,7 +98,7 @@ def test_fix_session_names_the_cell_as_the_user_sees_it(
     page = browser_page
     lab = LabPage(page, base_url, token)
     lab.open_notebook("words.ipynb")
-    page.set_viewport_size({"width": 1280, "height": 1400})
+    page.set_viewport_size({"width": 1280, "height": 1800})
     lab.run_cell("data")
     lab.run_cell("broken")  # In [2], before the extension is loaded
 
@@ -90,6 +110,11 @@ def test_fix_session_names_the_cell_as_the_user_sees_it(
     assert lab.cells()[2]["source"] == "%load_ext codeagent_jupyter\n%agent fix In[2]"
     panel = shown(lab).locator(".codeagent-panel").first
     panel.locator(status("answered")).wait_for(timeout=90_000)
+
+    # One vertical scroller: the table scrolls with the timeline, not in a box of its own.
+    assert panel.locator(".codeagent-html table tr").count() == 17
+    assert page.evaluate(NESTED_SCROLL_JS, panel.element_handle()) == []
+    assert panel.locator(".codeagent-stop").is_hidden()  # no faded Stop after the run
 
     request = panel.locator(".codeagent-request")
     assert request.locator(".codeagent-request-title").inner_text() == "Fix In [2]"
