@@ -33,8 +33,9 @@ def unload_ipython_extension(ipython: Any) -> None:
     unload(ipython)
 
 
-def panel() -> Any:
-    """Display an empty agent panel with a prompt box (in a notebook)."""
+def panel(side: bool = False) -> Any:
+    """Display an empty agent panel with a prompt box (in a notebook); ``side``: in
+    JupyterLab's right sidebar, with the user's sessions listed."""
     from .widget import panel as open_panel
 
-    return open_panel()
+    return open_panel(side=side)

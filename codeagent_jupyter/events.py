@@ -89,6 +89,9 @@ class RunStarted(Event):
     type: ClassVar[str] = "run_started"
     prompt: str = ""
     run_index: int = 0
+    title: str = ""
+    """How the request reads to people ("Fix In [9]: ZeroDivisionError: …") when ``prompt``
+    was written for the model (``%agent fix``); empty when the prompt is the user's own."""
     model: str = ""
     base_url: str = ""
     workdir: str = ""

@@ -11,6 +11,7 @@ by running those turns through the agent loop in a sandbox kernel.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import tempfile
 from pathlib import Path
@@ -142,6 +143,8 @@ async def main() -> None:
         # The scratch workspace's name is an accident of this machine: record it as ".".
         out.write_text(out.read_text().replace(json.dumps(str(Path(tmp)))[1:-1], "."))
     print(f"{out}: {finished.status} after {finished.steps} steps")
+    digest = hashlib.sha256(out.read_text(encoding="utf-8").encode("utf-8")).hexdigest()
+    print(f"its SHA-256 for codeagent_jupyter/record/bundled.py (BUNDLED): {digest}")
 
 
 if __name__ == "__main__":

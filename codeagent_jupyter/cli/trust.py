@@ -10,7 +10,8 @@ hand its cells a folder nobody chose.
 
 The CLI signs the notebooks it writes (``notary.cli_notary``); one that is not signed, or was
 changed since, is said in the first line of stderr and still runs: the sandbox is the
-boundary, and the limits are this command's.
+boundary, and the limits are this command's. The project's own demo, unchanged, is not a
+shared file and is not warned about (``record.bundled``); it gets no more than any other.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from ..record.bundled import bundled_example
 from ..record.notary import Notary
 from .args import existing_workdir
 from .output import warn
@@ -35,6 +37,8 @@ class SessionFile:
     path: Path
     text: str
     signed: bool
+    bundled: bool = False
+    """The project's own example, byte for byte (no warning; no authority either)."""
 
     def warning(self) -> str:
         return (
@@ -45,7 +49,7 @@ class SessionFile:
 
     def say_if_unsigned(self) -> None:
         """The first line of stderr, before the sandbox's, when the notebook is not ours."""
-        if not self.signed:
+        if not self.signed and not self.bundled:
             warn(self.warning())
 
 
@@ -59,7 +63,7 @@ def read_session_file(path: Path, notary: Notary | None) -> SessionFile:
         raise ConfigError(f"{str(path)!r} is not a readable notebook: {exc}") from None
     resolved = path.resolve()
     signed = notary is not None and notary.verify(resolved, text) is None
-    return SessionFile(resolved, text, signed)
+    return SessionFile(resolved, text, signed, bundled_example(text) is not None)
 
 
 def parse_notebook(session: SessionFile) -> Any:

@@ -95,8 +95,11 @@ class AgentLoop:
         """Ask the running run to stop: the model request is dropped, a running cell interrupted."""
         self.stop.request(ev.CANCELLED, reason)
 
-    async def run(self, prompt: str) -> ev.RunFinished:
+    async def run(self, prompt: str, *, title: str = "") -> ev.RunFinished:
         """Run one request to its end and return the ``RunFinished`` event (also published).
+
+        ``title`` is how the request reads to people (``RunStarted.title``); the model gets
+        ``prompt``.
 
         With a sandbox that is still starting (``StartingSandbox``), the first model request
         goes out at once and the run begins (``RunStarted``) when the sandbox is ready. If it
@@ -129,6 +132,7 @@ class AgentLoop:
             ev.RunStarted,
             prompt=prompt,
             run_index=self.run_index,
+            title=title,
             model=getattr(self.model, "name", ""),
             base_url=str(getattr(self.model, "base_url", "") or ""),
             workdir=str(getattr(self.sandbox, "workdir", "") or ""),

@@ -41,6 +41,7 @@ def build_session_agent(
     max_steps: int | None = None,
     context: str = "",
     notebook_cells: dict[str, str] | None = None,
+    cell_labels: dict[str, str] | None = None,
     history: Sequence[dict[str, Any]] = (),
     run_index: int = 0,
     install: Any = None,
@@ -59,7 +60,15 @@ def build_session_agent(
     config.extra_context.update(extra)
     snapshot_sink(manager, session, recorder, workdir)
     vision = config.sees(model.name)
-    tools: list[Any] = [ToolBox(sandbox, workdir, notebook_cells=notebook_cells, vision=vision)]
+    tools: list[Any] = [
+        ToolBox(
+            sandbox,
+            workdir,
+            notebook_cells=notebook_cells,
+            cell_labels=cell_labels,
+            vision=vision,
+        )
+    ]
     helpers = helper_tool(
         manager, session, model, workdir=workdir, limits=limits, recorder=recorder
     )

@@ -61,6 +61,9 @@ START["properties"]["uploads"] = {
 START["properties"]["kernel_id"] = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$"}
 START["properties"]["cells"] = CELLS
 START["properties"]["cells_complete"] = {"type": "boolean"}
+START["properties"]["title"] = {"type": "string", "maxLength": 200}
+"""How the request reads to people (``%agent fix``: "Fix In [9]: …"), when the prompt was
+written for the model; shown by the panel and the session list, never sent to the model."""
 MESSAGE = body_schema({"text": "string"}, {})
 APPROVAL = body_schema({"approve": "boolean"}, {"remember": "string"})
 APPROVAL["properties"]["remember"]["enum"] = ["session"]

@@ -34,6 +34,7 @@ async def create(
     kernel_id: str | None = None,
     cells: list[dict[str, Any]] | None = None,
     cells_complete: bool = False,
+    title: str = "",
 ) -> AgentSession:
     """Start a session and its first run; returns once the run is under way.
 
@@ -42,10 +43,11 @@ async def create(
     ``uploads`` are ids from ``POST /uploads``, loaded into the sandbox before step 1.
     ``kernel_id`` (the user's kernel) names the notebook through jupyter_server's
     sessions, over ``notebook_path``; ``cells`` are the live notebook's (``livecells``).
+    ``title`` is how the request reads to people (``RunStarted.title``).
     """
     from ..core.context import build_context
     from ..record.recorder import NotebookRecorder
-    from ..tools.edit_cell import cells_of
+    from ..tools.edit_cell import cells_of, labels_of
 
     check_text(prompt, manager.settings.max_prompt_chars, "the prompt")
     check_max_steps(max_steps, manager.settings.max_steps)
@@ -98,11 +100,12 @@ async def create(
             max_steps=max_steps,
             context=context,
             notebook_cells=cells_of(notebook),
+            cell_labels=labels_of(notebook),
         )
     except BaseException:
         del manager.sessions[session_id]
         await shutdown_quietly(sandbox)
         raise
     session.attach(loop, sandbox, recorder)
-    session.start_run(prompt)
+    session.start_run(prompt, " ".join(title.split()))
     return session

@@ -122,6 +122,7 @@ class SessionsHandler(BaseHandler):
             kernel_id=body.get("kernel_id"),
             cells=body.get("cells"),
             cells_complete=body.get("cells_complete", False),
+            title=body.get("title", ""),
         )
         self.set_header("Location", self.request.path.rstrip("/") + "/" + session.id)
         self.reply(session.summary(), status=201)

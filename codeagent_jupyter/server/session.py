@@ -58,6 +58,7 @@ class AgentSession:
         self.bus.subscribe(self._track)
         self._status = status  # used when the events cannot say (a run that crashed)
         self._asked = ""
+        self._asked_title = ""
         self.loop: Any = None
         self.sandbox: Any = None
         self.recorder: Any = None
@@ -114,6 +115,14 @@ class AgentSession:
         return self.view.prompt or self._asked
 
     @property
+    def title(self) -> str:
+        """The first request as people read it: its ``title`` when the client sent one (a
+        ``%agent fix``: "Fix In [9]: …"), else the prompt's first line; bounded."""
+        title = self.view.title or self._asked_title
+        title = title or self.prompt.strip().split("\n", 1)[0]
+        return title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1] + "…"
+
+    @property
     def state(self) -> str:
         if self.closed:
             return CLOSED
@@ -135,7 +144,6 @@ class AgentSession:
 
     def summary(self) -> dict[str, Any]:
         prompt = self.prompt
-        title = prompt.strip().split("\n", 1)[0]
         return {
             "id": self.id,
             "state": self.state,
@@ -143,7 +151,7 @@ class AgentSession:
             "owner": self.owner,
             "model": self.model,
             "prompt": prompt,
-            "title": title if len(title) <= TITLE_CHARS else title[: TITLE_CHARS - 1] + "…",
+            "title": self.title,
             "notebook_path": self.notebook_path,
             "created": self.created,
             "updated": self.updated,
@@ -168,8 +176,9 @@ class AgentSession:
     def attach(self, loop: Any, sandbox: Any, recorder: Any) -> None:
         self.loop, self.sandbox, self.recorder = loop, sandbox, recorder
 
-    def start_run(self, prompt: str) -> None:
-        """Start the first prompt or a follow-up in the same loop (history and kernel kept)."""
+    def start_run(self, prompt: str, title: str = "") -> None:
+        """Start the first prompt or a follow-up in the same loop (history and kernel kept);
+        ``title``: how the request reads to people (``RunStarted.title``)."""
         if self.closed:
             raise ApiError(409, f"session {self.id} is closed; start a new session")
         if self.running:
@@ -177,15 +186,16 @@ class AgentSession:
         if self.loop is None:
             raise ApiError(409, f"session {self.id} is still starting")
         self.touch()
-        self._asked = self._asked or prompt
-        self.task = asyncio.ensure_future(self._run(prompt))
+        if not self._asked:
+            self._asked, self._asked_title = prompt, title
+        self.task = asyncio.ensure_future(self._run(prompt, title))
 
-    async def _run(self, prompt: str) -> None:
+    async def _run(self, prompt: str, title: str) -> None:
         from ..models.openai_chat import current_session
 
         current_session.set(self.id)  # this task's requests carry the session id
         try:
-            await self.loop.run(prompt)
+            await self.loop.run(prompt, title=title)
         except asyncio.CancelledError:
             self._status = ev.CANCELLED
             raise

@@ -107,7 +107,7 @@ def _run_started(s: SessionState, e: ev.RunStarted) -> SessionState:
     price = (e.config.get("extra_context") or {}).get("price")
     return replace(
         s,
-        items=(*s.items, PromptItem(f"prompt-{e.seq}", e.prompt, e.run_index)),
+        items=(*s.items, PromptItem(f"prompt-{e.seq}", e.prompt, e.run_index, e.title)),
         status=RUNNING,
         reason="",
         model=e.model or s.model,

@@ -34,6 +34,8 @@ class PromptItem:
     key: str
     text: str
     run_index: int
+    title: str = ""
+    """How the request reads to people when ``text`` was written for the model (a fix)."""
 
 
 @dataclass(frozen=True)
@@ -213,6 +215,11 @@ class SessionState:
     def prompt(self) -> str:
         """The session's first request (follow-ups are further ``PromptItem``s)."""
         return next((i.text for i in self.items if isinstance(i, PromptItem)), "")
+
+    @property
+    def title(self) -> str:
+        """The first request's ``title`` (empty when the prompt is the user's own words)."""
+        return next((i.title for i in self.items if isinstance(i, PromptItem)), "")
 
     def tool_call(self, tool_call_id: str) -> CellItem | ToolItem | None:
         """The timeline entry of a tool call that started or finished (None otherwise)."""

@@ -30,15 +30,39 @@ def cells_of(notebook: Any) -> dict[str, str]:
     return cells
 
 
-def unified_diff(old: str, new: str, cell_id: str) -> str:
+def labels_of(notebook: Any) -> dict[str, str]:
+    """The user's code cells that ran, named as the notebook shows them (``In [9]``)."""
+    labels = {}
+    for cell in (notebook or {}).get("cells", []):
+        count = cell.get("execution_count")
+        if cell.get("id") and cell.get("cell_type") == "code" and isinstance(count, int):
+            labels[str(cell["id"])] = f"In [{count}]"
+    return labels
+
+
+def unified_diff(old: str, new: str, cell_id: str, label: str = "") -> str:
+    """The diff of a proposal; its header names the cell as the user sees it (``In [9]``)
+    when it ran, else by its id."""
+    name = label or f"cell {cell_id}"
     lines = difflib.unified_diff(
-        old.splitlines(), new.splitlines(), f"cell {cell_id}", "proposed", lineterm=""
+        old.splitlines(),
+        new.splitlines(),
+        name,
+        f"{name} (proposed)" if label else "proposed",
+        lineterm="",
     )
     return "\n".join(lines)
 
 
-def propose(cells: Mapping[str, str], cell_id: str, new_source: str, reason: str) -> ToolOutcome:
-    """The outcome of an ``edit_cell`` call; ``ToolError`` for an unknown cell or no change."""
+def propose(
+    cells: Mapping[str, str],
+    cell_id: str,
+    new_source: str,
+    reason: str,
+    labels: Mapping[str, str] | None = None,
+) -> ToolOutcome:
+    """The outcome of an ``edit_cell`` call; ``ToolError`` for an unknown cell or no change.
+    ``labels`` name cells as the user sees them (``labels_of``), for the diff and the panel."""
     if cell_id not in cells:
         known = ", ".join(list(cells)[:20]) or "none"
         raise ToolError(f"edit_cell: no code cell {cell_id!r} in the user's notebook ({known})")
@@ -47,9 +71,11 @@ def propose(cells: Mapping[str, str], cell_id: str, new_source: str, reason: str
     old = cells[cell_id]
     if old == new_source:
         raise ToolError(f"edit_cell: new_source is the same as cell {cell_id}'s source")
-    diff = unified_diff(old, new_source, cell_id)
+    label = (labels or {}).get(cell_id, "")
+    diff = unified_diff(old, new_source, cell_id, label)
     edit = {
         "cell_id": cell_id,
+        "label": label,
         "old_source": old,
         "new_source": new_source,
         "reason": reason.strip(),

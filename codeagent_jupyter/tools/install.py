@@ -21,7 +21,8 @@ from typing import Any
 from ..core.outcome import ToolOutcome
 from ..core.toolset import ToolContext
 from ..errors import ToolArgumentError, ToolError
-from ..packages.installer import MB, Installer, Plan
+from ..packages.installer import Installer, Plan
+from ..util.sizes import size_text
 from ._schema import check, obj
 
 NAME = "install_packages"
@@ -126,7 +127,7 @@ class InstallTool:
         note = await self._refresh(overlay)
         for wheel in wheels:
             self.installed[wheel.name] = wheel.to_dict()
-        sizes = ", ".join(f"{w.name} {w.version} ({w.size_bytes / MB:.1f} MB)" for w in wheels)
+        sizes = ", ".join(f"{w.name} {w.version} ({size_text(w.size_bytes)})" for w in wheels)
         source = ", ".join(sorted({w.index for w in wheels}))
         text = f"Installed {sizes} from {source}. Import them in the next cell.{note}"
         return ToolOutcome(text=text, packages=[w.to_dict() for w in wheels])

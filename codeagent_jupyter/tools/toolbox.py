@@ -46,12 +46,14 @@ class ToolBox:
         result_chars: int = AgentConfig.result_chars,
         enabled: Iterable[str] | None = None,
         notebook_cells: dict[str, str] | None = None,
+        cell_labels: dict[str, str] | None = None,
         vision: bool = False,
     ) -> None:
         self.sandbox = sandbox
         self.root = Path(workdir).resolve()
         self.result_chars = result_chars
         self.notebook_cells = notebook_cells or {}
+        self.cell_labels = cell_labels or {}
         self.vision = vision
         tools = _definitions() + ([EDIT_CELL] if self.notebook_cells else [])
         tools += [VIEW_IMAGE] if vision else []
@@ -185,7 +187,7 @@ class ToolBox:
     async def _edit_cell(
         self, *, cell_id: str, new_source: str, reason: str, on_output: Any, limit: int
     ) -> ToolOutcome:
-        outcome = edit.propose(self.notebook_cells, cell_id, new_source, reason)
+        outcome = edit.propose(self.notebook_cells, cell_id, new_source, reason, self.cell_labels)
         outcome.text = head_tail(outcome.text, limit)
         return outcome
 

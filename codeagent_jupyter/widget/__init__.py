@@ -53,9 +53,10 @@ def unload_ipython_extension(ipython: Any) -> None:
         ipython.magics_manager.magics[kind].pop("agent", None)
 
 
-def panel() -> AgentPanel | None:
+def panel(side: bool = False) -> AgentPanel | None:
     """Display an empty panel with a prompt box (None, after a one-line message, without a
-    reachable server)."""
+    reachable server); ``side``: in JupyterLab's right sidebar with the session list (the
+    labextension's "side panel and sessions" command)."""
     from .magic import new_panel
 
-    return new_panel()
+    return new_panel(side=side)

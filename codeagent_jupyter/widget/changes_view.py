@@ -6,12 +6,14 @@ When a run ends the panel asks the server for the session's change set
 a notebook's changed cells, or an image's thumbnail and dimensions. Under each block,
 "Revert this file" (``POST …/changes/revert``) puts the version from before the session
 back; a file the user changed since the session's last snapshot is not overwritten until
-the button, now "Revert anyway", is pressed a second time. Paths, diffs and notes come
+the button, now "Revert anyway", is pressed a second time (the notice asks it in those
+words, not the API's). Paths, diffs and notes come
 from the sandbox: every one is escaped; the thumbnail is a checked base64 ``<img>``.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import quote
 
@@ -94,6 +96,12 @@ def title_html(data: dict[str, Any]) -> str:
     )
 
 
+def _reason(message: str) -> str:
+    """The server's refusal as the panel says it: without the client's prefix and the HTTP
+    status (API words, not the user's)."""
+    return re.sub(r" \(\d{3}\)$", "", message.removeprefix("codeagent: "))
+
+
 class ChangesView:
     """The section of one panel; ``widget`` sits under the timeline."""
 
@@ -168,7 +176,12 @@ class ChangesView:
             clicked.disabled = False
             if e.status == 409 and "changed since" in str(e):
                 clicked.description = ANYWAY
-            raise
+                self.panel.say(f"{path} changed since the session's last step — {ANYWAY}?")
+                return
+            if e.status == 0:
+                raise  # the server is out of reach: its own line says so
+            self.panel.say(f"Could not revert {path}: {_reason(str(e))}")
+            return
         done = answer.get("reverted") or {}
         self.show(answer.get("changes") or {})
         action = (

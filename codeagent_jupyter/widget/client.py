@@ -177,13 +177,15 @@ class AgentClient:
         kernel_id: str | None = None,
         cells: list[dict[str, Any]] | None = None,
         cells_complete: bool | None = None,
+        title: str | None = None,
     ) -> dict[str, Any]:
         """Start a session; returns its summary (``id``, ``state``, …) once it runs.
 
         ``namespace``: descriptions of this kernel's variables (``variables.summarize``, no
         values); ``uploads``: ids from ``upload`` to load into the sandbox first;
         ``kernel_id``: this kernel, whose Jupyter session names the notebook as it is
-        called now; ``cells``: the live notebook's cells (all of them if ``cells_complete``).
+        called now; ``cells``: the live notebook's cells (all of them if ``cells_complete``);
+        ``title``: how the request reads to people (a fix's "Fix In [9]: …").
         """
         body: dict[str, Any] = {"prompt": prompt}
         optional = {
@@ -196,6 +198,7 @@ class AgentClient:
             "kernel_id": kernel_id,
             "cells": cells,
             "cells_complete": cells_complete,
+            "title": title,
         }
         body.update({k: v for k, v in optional.items() if v is not None})
         return await self.request("POST", "/sessions", body)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import traceback
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -21,6 +22,18 @@ from ..util.textbounds import head_tail, strip_ansi
 MAX_TRACEBACK = 4_000
 REMEMBERED = 50
 """Failed cells remembered by cell id (for ``%agent --cell ID fix``, the error button)."""
+TITLE_ERROR_CHARS = 120
+_FIX = re.compile(r"fix(?:\s+(?:In\s*\[\s*(\d+)\s*\]|(\d+)))?", re.IGNORECASE)
+
+
+def fix_target(request: str) -> tuple[bool, int | None]:
+    """Whether ``request`` asks for a fix, and of which cell by its count: ``fix`` (the
+    last failed cell), ``fix In[9]``, ``fix In [9]`` or ``fix 9`` (the cell shown ``In [9]``)."""
+    match = _FIX.fullmatch(request.strip())
+    if match is None:
+        return False, None
+    number = match.group(1) or match.group(2)
+    return True, int(number) if number else None
 
 
 @dataclass(frozen=True)
@@ -28,6 +41,13 @@ class FailedCell:
     source: str
     cell_id: str | None
     error: str
+    count: int | None = None
+    """The cell's execution count as the notebook shows it (``In [9]``), when known."""
+
+    @property
+    def label(self) -> str | None:
+        """The cell as the user sees it: ``In [9]``."""
+        return f"In [{self.count}]" if self.count else None
 
 
 class FailureWatcher:
@@ -68,7 +88,32 @@ def failed_from_notebook(cell: dict[str, Any]) -> FailedCell | None:
     if not errors or not isinstance(cell.get("source"), str):
         return None
     text = "\n".join(strip_ansi(str(o.get("text") or "")) for o in errors)
-    return FailedCell(cell["source"], str(cell.get("id") or "") or None, text)
+    count = cell.get("execution_count")
+    count = count if isinstance(count, int) and not isinstance(count, bool) else None
+    return FailedCell(cell["source"], str(cell.get("id") or "") or None, text, count)
+
+
+def failed_in_notebook(
+    live: dict[str, Any] | None, *, cell_id: str | None = None, number: int | None = None
+) -> FailedCell | str:
+    """The failed cell ``cell_id`` (or the one shown ``In [number]``) of the open notebook
+    (``live``: the labextension's ``get_cells``, None without it), or the one line saying
+    why there is none to fix."""
+    what = f"cell {cell_id}" if cell_id is not None else f"In [{number}]"
+    if live is None:
+        return f"%agent fix: {what}: the notebook cannot be read without the JupyterLab extension"
+    cells = live.get("cells") or []
+    if cell_id is not None:
+        found = [c for c in cells if c.get("id") == cell_id]
+    else:
+        found = [c for c in cells if c.get("execution_count") == number]
+    failures = [f for f in (failed_from_notebook(c) for c in found) if f is not None]
+    if len(failures) == 1:
+        return failures[0]
+    where = "no such cell in the notebook" if not found else "no error output"
+    if len(failures) > 1:
+        where = "more than one cell shows that number"
+    return f"%agent fix: {what}: {where}; run the cell again, then fix it"
 
 
 def traceback_text(error: BaseException) -> str:
@@ -95,8 +140,19 @@ def names_used(source: str, namespace: dict[str, Any]) -> list[str]:
     return seen
 
 
+def fix_title(failed: FailedCell) -> str:
+    """The request as people read it (panel, session list): "Fix In [9]: NameError: name
+    'count' is not defined" — the cell as the notebook shows it and the error's last line."""
+    lines = [line.strip() for line in failed.error.splitlines() if line.strip()]
+    error = lines[-1] if lines else ""
+    if len(error) > TITLE_ERROR_CHARS:
+        error = error[: TITLE_ERROR_CHARS - 1] + "…"
+    head = f"Fix {failed.label}" if failed.label else "Fix the last failed cell"
+    return f"{head}: {error}" if error else head
+
+
 def fix_request(failed: FailedCell, brought: list[str], suggest: list[str]) -> str:
-    """The prompt: the failing source and traceback, and what to do with them."""
+    """The prompt (for the model): the failing source and traceback, and what to do."""
     where = f"cell id={failed.cell_id}" if failed.cell_id else "the cell below"
     parts = [
         f"My last cell ({where}) failed. Fix it.",

@@ -26,14 +26,11 @@ def button(label: str, css: str, on_click: Callable[[], Any], **kw: Any) -> w.Bu
 
 
 def title_html(session_id: str | None) -> str:
+    """The panel's name and its session id. How to attach again after a kernel restart is
+    said when it matters: by the "Disconnected" line (``dead_html``), not all the time."""
     if not session_id:
         return "<b>codeagent</b>"
-    sid = render.esc(session_id)
-    hint = (
-        f'<span style="color:{theme.MUTED};font-size:11px"> · after a kernel restart: '
-        f"%agent --attach {sid}</span>"
-    )
-    return f"<b>codeagent</b> <code>{sid}</code>{hint}"
+    return f"<b>codeagent</b> <code>{render.esc(session_id)}</code>"
 
 
 def dead_html(session_id: str | None) -> str:

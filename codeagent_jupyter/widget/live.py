@@ -115,7 +115,8 @@ class LiveNotebook:
                 return fields | {"cells": cells, "cells_complete": True}
         failed = self.failed
         if failed is not None and failed.cell_id:
-            entry = cell_entry({"id": failed.cell_id, "source": failed.source})
+            cell = {"id": failed.cell_id, "source": failed.source, "execution_count": failed.count}
+            entry = cell_entry(cell)
             if entry is not None:
                 fields["cells"] = [entry]
         return fields

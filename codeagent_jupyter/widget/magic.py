@@ -7,7 +7,8 @@
     %agent --with df,model fit a better model   (copy df and model into the sandbox)
     %agent accept 3 | %agent accept all   (without the JupyterLab extension)
     %agent fix | %agent --with df fix     (propose an edit of the last failed cell)
-    %agent --cell 4f2a… fix               (that cell: the error outputs' "Fix" button)
+    %agent fix In[9]                      (the cell shown In [9]: the error's "Fix" button)
+    %agent --cell 4f2a… fix               (the cell with that notebook cell id)
     %%agent --max-steps 20
     <a long request over several lines>
 
@@ -32,7 +33,8 @@ from .actions import Inserter
 from .bridge import NotebookBridge
 from .client import AgentClient, CodeAgentError, notebook_path
 from .display import Placement, sidecar_class
-from .fixing import FailedCell, FailureWatcher, failed_from_notebook, fix_request, names_used
+from .fix_magic import FixCommands
+from .fixing import FailedCell, FailureWatcher, fix_target, fix_title
 from .interrupt import InterruptWatcher
 from .live import LiveNotebook
 from .magic_args import parse
@@ -41,7 +43,7 @@ from .transfer import Payload, serialize
 
 
 @magics_class
-class AgentMagics(Magics):
+class AgentMagics(FixCommands, Magics):
     """Keeps the panels of this kernel, so ``%agent accept N`` finds the latest one."""
 
     side = Bool(
@@ -84,16 +86,18 @@ class AgentMagics(Magics):
             return
         if args.attach and request:
             raise UsageError("%agent: --attach takes no request; send follow-ups from the panel")
-        if args.cell and request != "fix":
+        fixing, number = fix_target(request)
+        if args.cell and (not fixing or number is not None):
             raise UsageError("%agent: --cell goes with fix: %agent --cell ID fix")
         payloads = self.serialize(args.with_names) if args.with_names else []
         brought = [p.name for p in payloads]
-        failed = None
-        if request == "fix":
-            failed = self.watcher.failed(args.cell)
-            if failed is None and args.cell is None:
+        failed, title = None, ""
+        if fixing:
+            failed = self._failed(args.cell, number)
+            if failed is None and args.cell is None and number is None:
                 raise UsageError("%agent fix: no cell has failed since %load_ext codeagent_jupyter")
             request = self.fix_request(failed, brought) if failed is not None else ""
+            title = fix_title(failed) if failed is not None else ""
         panel = self.open_panel(
             args.model,
             args.max_steps,
@@ -109,9 +113,10 @@ class AgentMagics(Magics):
         if args.attach:
             panel.attach(args.attach)
         elif request:
-            panel.run("send", panel.start(request))
-        elif args.cell:  # a cell this kernel did not see fail: read it from the notebook
-            panel.run("send", self._fix_from_notebook(panel, args.cell, brought))
+            panel.run("send", panel.start(request, title=title))
+        elif fixing:  # a cell this kernel did not see fail: read it from the notebook
+            found = self._fix_from_notebook(panel, brought, cell_id=args.cell, number=number)
+            panel.run("send", found)
 
     def open_panel(
         self,
@@ -203,33 +208,6 @@ class AgentMagics(Magics):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def fix_request(self, failed: FailedCell, brought: list[str]) -> str:
-        """The request of ``%agent fix``: the failed cell, source and traceback."""
-        suggest = [n for n in names_used(failed.source, self.shell.user_ns) if n not in brought]
-        if suggest and not brought:
-            print(
-                f"codeagent: to let the agent reproduce the error, copy what the cell uses: "
-                f"%agent --with {','.join(suggest)} fix"
-            )
-        return fix_request(failed, brought, suggest)
-
-    async def _fix_from_notebook(self, panel: AgentPanel, cell_id: str, brought: list[str]) -> None:
-        """``%agent --cell ID fix`` for a failure this kernel did not see (it happened before
-        ``%load_ext``, or in an earlier kernel): the source and error output come from the
-        open notebook, through the labextension."""
-        bridge = panel.inserter.bridge if panel.inserter is not None else None
-        live = await bridge.notebook_cells() if bridge is not None else None
-        cell = next((c for c in (live or {}).get("cells", []) if c.get("id") == cell_id), None)
-        failed = failed_from_notebook(cell) if cell is not None else None
-        if failed is None:
-            where = "no such cell in the notebook" if live and cell is None else "no error output"
-            if live is None:
-                where = "the notebook cannot be read without the JupyterLab extension"
-            panel.say(f"%agent fix: cell {cell_id}: {where}; run the cell again, then fix it")
-            return
-        suggest = [n for n in names_used(failed.source, self.shell.user_ns) if n not in brought]
-        await panel.start(fix_request(failed, brought, suggest))
-
     def namespace(self) -> list[dict[str, Any]]:
         """This kernel's user variables described (types and shapes, never values)."""
         return summarize(self.shell.user_ns, self.shell.user_ns_hidden)
@@ -273,8 +251,9 @@ def _current_cell_id(shell: Any) -> str | None:
     return str(cell_id) if cell_id else None
 
 
-def new_panel(shell: Any = None) -> AgentPanel | None:
-    """``codeagent_jupyter.panel()``: an empty panel with a prompt box."""
+def new_panel(shell: Any = None, *, side: bool = False) -> AgentPanel | None:
+    """``codeagent_jupyter.panel()``: an empty panel with a prompt box (``side``: in the
+    right sidebar, its session list open)."""
     from IPython import get_ipython
 
     shell = shell or get_ipython()
@@ -284,4 +263,4 @@ def new_panel(shell: Any = None) -> AgentPanel | None:
     if magics is None:
         magics = AgentMagics(shell)
         shell.register_magics(magics)
-    return magics.open_panel()
+    return magics.open_panel(side=side or None)

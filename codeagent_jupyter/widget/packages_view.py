@@ -6,6 +6,7 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from ..util.sizes import size_text
 from . import theme
 
 
@@ -24,7 +25,12 @@ def packages_html(arguments: dict[str, Any]) -> str:
         size = wheel.get("size_bytes")
         size = size if isinstance(size, int | float) and not isinstance(size, bool) else 0
         total += size
-        values = [wheel.get("name", ""), wheel.get("version", ""), _mb(size), wheel.get("index")]
+        values = [
+            wheel.get("name", ""),
+            wheel.get("version", ""),
+            size_text(size),
+            wheel.get("index"),
+        ]
         rows.append("".join(f'<td style="{cell}">{escape(str(v or ""))}</td>' for v in values))
     head = "".join(
         f'<th style="{cell};color:{theme.MUTED}">{h}</th>'
@@ -36,9 +42,5 @@ def packages_html(arguments: dict[str, Any]) -> str:
         f'<div class="codeagent-install" style="font-size:12px;color:{theme.TEXT}">'
         f"<div>{reason}</div>"
         f'<table style="border-collapse:collapse;margin:4px 0"><tr>{head}</tr>{body}</table>'
-        f"<div>{len(rows)} wheel(s), {escape(_mb(total))} in all</div></div>"
+        f"<div>{len(rows)} wheel(s), {escape(size_text(total))} in all</div></div>"
     )
-
-
-def _mb(size: float) -> str:
-    return f"{size / (1024 * 1024):.1f} MB" if size >= 100 * 1024 else f"{size / 1024:.1f} kB"

@@ -190,6 +190,7 @@ class AgentPanel(PanelClicks):
         running = self.state.running
         started = self.session_id is not None
         self.stop.disabled = not running
+        self.stop.layout.display = "" if running else "none"  # no faded Stop after a run
         acceptable = [c for c in self.state.cells if c.ran_cleanly and c.decision is None]
         self.accept_all.disabled = not acceptable or "accept-all" in self._busy
         self.controls.layout.display = "" if started else "none"
@@ -212,8 +213,9 @@ class AgentPanel(PanelClicks):
 
     # -- session lifecycle ----------------------------------------------------------------
 
-    async def start(self, prompt: str) -> None:
-        """Start a new session with ``prompt`` and follow its events."""
+    async def start(self, prompt: str, *, title: str = "") -> None:
+        """Start a new session with ``prompt`` and follow its events; ``title`` is how the
+        request reads to people when the prompt was written for the model (a fix)."""
         assert self.client is not None
         self.say("starting a sandbox…")
         if self._warming is not None:  # the sandbox warmed while typing is the one to use
@@ -228,6 +230,7 @@ class AgentPanel(PanelClicks):
                 max_steps=self.max_steps,
                 namespace=self.namespace_of() if self.namespace_of else None,
                 uploads=uploads,
+                title=title or None,
                 **fields,
             )
             self.brought = [p.name for p in self.payloads]

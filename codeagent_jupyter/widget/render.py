@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from ..sandbox.report import warning
-from ..timeline.state import CellItem, SessionState
+from ..timeline.state import CellItem, PromptItem, SessionState
 from ..util.textbounds import head_tail
 from . import theme
 from .packages_view import is_install, packages_html
@@ -51,6 +51,7 @@ __all__ = [
     "merge_streams",
     "output_html",
     "plan_html",
+    "request_html",
     "status_html",
     "traceback_html",
 ]
@@ -104,7 +105,9 @@ def cell_header(cell: CellItem, target: str = "") -> str:
 def edit_html(edit: dict[str, Any], target: str = "") -> str:
     """An ``edit_cell`` proposal: the reason (Markdown, sanitized) over a unified diff whose
     lines are escaped text, coloured by their first character. ``target`` is the cell as
-    the user sees it (``In [7]``); without it, the cell's id."""
+    the user sees it (``In [7]``); without it, the edit's own ``label`` (the notebook's
+    count when the agent read it), else the cell's id."""
+    target = target or str(edit.get("label") or "")
     cell_id = esc(str(edit.get("cell_id", "")))
     name = f"<b>{esc(target)}</b>" if target else f"<code>{cell_id}</code>"
     return (
@@ -139,6 +142,31 @@ def cell_html(cell: CellItem, target: str = "") -> str:
     return (
         f"{opening}{head}{code_html(cell.code, cell.tool)}"
         f'<div class="codeagent-outputs">{outputs}</div></div>'
+    )
+
+
+def request_html(item: PromptItem, css: str = "codeagent-request") -> str:
+    """A request as its user reads it. A prompt written for the model (``%agent fix``: the
+    cell, its traceback, what to call) shows its ``title`` ("Fix In [9]" over the error's
+    last line) with the prompt itself folded under it; a user's own words show as they are
+    (Markdown, escaped and sanitized like the model's)."""
+    label = "Request" if item.run_index == 0 else "Follow-up"
+    if not item.title:
+        body = markdown_html(item.text)
+        return f'<div class="{css}" style="margin-top:6px"><b>{label}:</b>{body}</div>'
+    head, _, error = item.title.partition(": ")
+    error_line = (
+        f'<div class="codeagent-request-error" style="{PRE}color:{RED}">{esc(error)}</div>'
+        if error
+        else ""
+    )
+    asked = (
+        f'<details class="codeagent-request-prompt"><summary style="font-size:11px;'
+        f'color:{MUTED}">what the agent was asked</summary>{markdown_html(item.text)}</details>'
+    )
+    return (
+        f'<div class="{css}" data-title="true" style="margin-top:6px">'
+        f'<b class="codeagent-request-title">{esc(head)}</b>{error_line}{asked}</div>'
     )
 
 

@@ -18,6 +18,8 @@ from .sanitize import clean_html, data_img, svg_img
 MAX_TEXT = 6_000  # characters of one text output shown in the panel (head + tail)
 FOLD_LINES = 24  # a text output longer than this is folded, its last TAIL_LINES shown
 TAIL_LINES = 8
+TRACEBACK_FOLD_LINES = 12
+"""A traceback longer than this folds: its last line (what went wrong) stays in view."""
 HTML_CLASS = "codeagent-html jp-RenderedHTMLCommon"  # our wrapper: JupyterLab's table style
 PRE = (
     "margin:0;padding:4px 6px;white-space:pre-wrap;word-break:break-word;"
@@ -89,7 +91,7 @@ def traceback_html(output: dict[str, Any]) -> str:
     last = f"{output.get('ename', '')}: {output.get('evalue', '')}".strip(": ")
     tb = head_tail(tb or last, MAX_TEXT)
     style = f"{PRE}background:{theme.ERROR_BG}"
-    if len(tb.split("\n")) <= FOLD_LINES:
+    if len(tb.split("\n")) <= TRACEBACK_FOLD_LINES:
         return f'<pre class="codeagent-traceback" style="{style}">{esc(tb)}</pre>'
     lines = tb.split("\n")
     return (
@@ -117,8 +119,10 @@ def _rich_html(data: dict[str, Any]) -> str:
         return svg_img(_text(data["image/svg+xml"]), "max-width:100%")
     if "text/html" in data:
         body = clean_html(_text(data["text/html"]))
+        # Wide tables scroll sideways; height is the timeline's to bound (one vertical
+        # scrollbar, not one inside another).
         return (
-            f'<div class="{HTML_CLASS}" style="overflow:auto;max-height:360px;'
+            f'<div class="{HTML_CLASS}" style="overflow-x:auto;overflow-y:hidden;'
             f'padding:0 0 4px 0;margin:0">{body}</div>'
         )
     if "text/markdown" in data:

@@ -5,7 +5,8 @@ Open shows a session in a panel in JupyterLab's right sidebar (its events replay
 followed live); Resume does the same for a closed session, whose next message resumes it
 from its snapshots. Delete closes a
 session for good. Fields beyond ``id``, ``state``, ``prompt`` and ``created`` are used
-when the server sends them.
+when the server sends them: a row reads as the session's ``title`` (a fix's "Fix In [9]:
+…", not the prompt generated for the model).
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def age(seconds: float) -> str:
 
 
 def row_html(entry: dict[str, Any], now: float, current: str | None) -> str:
-    prompt = " ".join(str(entry.get("prompt") or "").split())
+    # the title: a fix's "Fix In [9]: …" (servers before titles: the prompt)
+    prompt = " ".join(str(entry.get("title") or entry.get("prompt") or "").split())
     prompt = prompt if len(prompt) <= 70 else prompt[:69] + "…"
     state = str(entry.get("state") or "")
     status = entry.get("status")

@@ -46,11 +46,7 @@ def summary_html(state: SessionState, session_id: str | None, note: str = "") ->
     parts = []
     for item in state.items:
         if isinstance(item, PromptItem):
-            label = "Request" if item.run_index == 0 else "Follow-up"
-            parts.append(
-                f'<div class="codeagent-summary-request"><b>{label}:</b>'
-                f"{render.markdown_html(item.text)}</div>"
-            )
+            parts.append(render.request_html(item, "codeagent-summary-request"))
         elif isinstance(item, CellItem):
             parts.append(_cell(item, budget))
         elif isinstance(item, TextItem) and item.is_answer:

@@ -51,13 +51,8 @@ class ItemView:
 
 class PromptView(ItemView):
     def render(self, item: PromptItem) -> str:
-        """The request as the user wrote it: Markdown (a ``%agent fix`` request carries the
-        cell and its traceback in code blocks), escaped and sanitized like the model's."""
-        label = "Request" if item.run_index == 0 else "Follow-up"
-        return (
-            f'<div class="codeagent-request" style="margin-top:6px"><b>{label}:</b>'
-            f"{render.markdown_html(item.text)}</div>"
-        )
+        """The request as its user reads it (``render.request_html``)."""
+        return render.request_html(item)
 
 
 class NoteView(ItemView):

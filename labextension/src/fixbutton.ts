@@ -2,11 +2,14 @@
  * "Fix with codeagent" on error outputs: one click runs `%agent fix` for that cell.
  *
  * Every code cell's error output gets a small button under its traceback. A
- * click inserts a cell below the failed one with `%agent --cell ID fix` and
- * runs it, so the panel opens right under the error and its proposal (an
- * `edit_cell` on that very cell) is accepted in place. When the kernel has not
- * loaded the extension yet, the new cell loads it first; the kernel then reads
- * the failed cell's source and traceback from the open notebook (`get_cells`).
+ * click inserts a cell below the failed one with `%agent fix In[9]` (the cell
+ * as the user sees it) and runs it, so the panel opens right under the error
+ * and its proposal (an `edit_cell` on that very cell) is accepted in place.
+ * Only when that number does not name one cell (it never ran, or another cell
+ * shows the same number) does the inserted cell name it by id
+ * (`%agent --cell ID fix`). When the kernel has not loaded the extension yet,
+ * the new cell loads it first; the kernel then reads the failed cell's source
+ * and traceback from the open notebook (`get_cells`).
  */
 import { CodeCell } from '@jupyterlab/cells';
 import { NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
@@ -16,16 +19,30 @@ export const FIX_BUTTON_CLASS = 'codeagent-fix-button';
 export const FIX_LABEL = 'Fix with codeagent';
 
 const LOADED_EXPRESSION =
-  "any(n.split('.')[0] == 'codeagent_jupyter' for n in get_ipython().extension_manager.loaded)";
+  "any(n.split('.')[0] == 'codeagent_jupyter' for n in get_ipython().extension_manager.loaded)" +
+  " or 'AgentMagics' in get_ipython().magics_manager.registry";
 
-/** The source of the cell that a click inserts below the failed cell. */
-export function fixSource(cellId: string, loaded: boolean): string {
-  const fix = `%agent --cell ${cellId} fix`;
+/**
+ * The source of the cell that a click inserts below the failed cell: the cell
+ * by its number (`count`, when that number names it alone), else by its id.
+ */
+export function fixSource(cellId: string, loaded: boolean, count: number | null = null): string {
+  const fix = count !== null ? `%agent fix In[${count}]` : `%agent --cell ${cellId} fix`;
   return loaded ? fix : `%load_ext codeagent_jupyter\n${fix}`;
 }
 
+/** The execution count of cell `index` when no other cell shows the same one. */
+function uniqueCount(cells: ReadonlyArray<any>, index: number): number | null {
+  const count = cells[index]?.execution_count;
+  if (typeof count !== 'number') {
+    return null;
+  }
+  const same = cells.filter(cell => cell.cell_type === 'code' && cell.execution_count === count);
+  return same.length === 1 ? count : null;
+}
+
 /** Whether the notebook's kernel has loaded codeagent_jupyter (a silent user expression). */
-async function extensionLoaded(panel: NotebookPanel): Promise<boolean> {
+export async function extensionLoaded(panel: NotebookPanel): Promise<boolean> {
   const kernel = panel.sessionContext.session?.kernel;
   if (!kernel) {
     return false;
@@ -60,7 +77,7 @@ export async function fixCell(panel: NotebookPanel, cellId: string): Promise<voi
   }
   shared.insertCell(index + 1, {
     cell_type: 'code',
-    source: fixSource(cellId, loaded),
+    source: fixSource(cellId, loaded, uniqueCount(shared.cells, index)),
     metadata: {},
     outputs: [],
     execution_count: null

@@ -4,7 +4,10 @@
  * - every notebook's kernel gets a "codeagent" comm target, through which the
  *   panel inserts accepted cells into the live notebook and reads the open
  *   document (see bridge.ts);
- * - the command "Code Agent: new panel" inserts a `%agent` cell to start from;
+ * - the command "Code Agent: new panel" inserts a `%agent` cell to start from
+ *   (loading the extension first only when the kernel has not loaded it);
+ * - the command "Code Agent: side panel and sessions" opens a panel in the
+ *   right sidebar with the user's sessions, without a cell (sidepanel.ts);
  * - error outputs get a "Fix with codeagent" button (see fixbutton.ts).
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -12,17 +15,21 @@ import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
 
 import { connectNotebook } from './bridge';
-import { watchErrors } from './fixbutton';
+import { extensionLoaded, watchErrors } from './fixbutton';
+import { openSidePanel } from './sidepanel';
 
 export { VERSION, COMM_TARGET } from './protocol';
 
 /** Command ids, stable: other extensions and shortcuts may refer to them. */
 export namespace CommandIDs {
   export const newPanel = 'codeagent:new-panel';
+  export const sidePanel = 'codeagent:side-panel';
 }
 
-/** What the new cell holds: load the extension, then the user types a request. */
-export const PANEL_CELL_SOURCE = '%load_ext codeagent_jupyter\n%agent ';
+/** What the new cell holds: the user types a request after `%agent `. */
+export const AGENT_LINE = '%agent ';
+/** The same, for a kernel that has not loaded the extension yet. */
+export const PANEL_CELL_SOURCE = `%load_ext codeagent_jupyter\n${AGENT_LINE}`;
 
 /**
  * Insert the `%agent` cell below the active cell, unexecuted, and put the
@@ -35,10 +42,11 @@ async function insertPanelCell(tracker: INotebookTracker): Promise<void> {
     return;
   }
   const notebook = panel.content;
+  const source = (await extensionLoaded(panel)) ? AGENT_LINE : PANEL_CELL_SOURCE;
   const index = notebook.activeCellIndex + 1;
   model.sharedModel.insertCell(index, {
     cell_type: 'code',
-    source: PANEL_CELL_SOURCE,
+    source,
     metadata: {},
     outputs: [],
     execution_count: null
@@ -54,7 +62,7 @@ async function insertPanelCell(tracker: INotebookTracker): Promise<void> {
   // (which puts it in command mode) as it closes; enter edit mode after that.
   await new Promise(resolve => requestAnimationFrame(resolve));
   notebook.mode = 'edit';
-  const end = cell.editor?.getPositionAt(PANEL_CELL_SOURCE.length);
+  const end = cell.editor?.getPositionAt(source.length);
   if (end) {
     cell.editor?.setCursorPosition(end);
   }
@@ -84,6 +92,17 @@ const plugin: JupyterFrontEndPlugin<void> = {
       execute: () => insertPanelCell(tracker)
     });
     palette?.addItem({ command: CommandIDs.newPanel, category: 'Code Agent' });
+
+    app.commands.addCommand(CommandIDs.sidePanel, {
+      label: 'Code Agent: side panel and sessions',
+      caption: 'Open an agent panel in the right sidebar, with your sessions (no cell needed)',
+      isEnabled: () => tracker.currentWidget?.sessionContext.session?.kernel != null,
+      execute: () => {
+        const panel = tracker.currentWidget;
+        return panel ? openSidePanel(panel) : undefined;
+      }
+    });
+    palette?.addItem({ command: CommandIDs.sidePanel, category: 'Code Agent' });
   }
 };
 

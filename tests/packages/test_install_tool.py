@@ -93,6 +93,9 @@ async def test_installed_and_importable_in_the_next_cell_and_recorded(
     published = served.index.files / recorded["tinyapp"]["filename"]
     assert recorded["tinyapp"]["sha256"] == hashlib.sha256(published.read_bytes()).hexdigest()
     assert recorded["tinyapp"]["version"] == "1.0" and recorded["tinyapp"]["step"] == 1
+    # The result names the size as the approval card does (a small wheel in kB, not 0.0 MB).
+    size = published.stat().st_size
+    assert size < 100 * 1024 and f"tinyapp 1.0 ({size / 1024:.1f} kB)" in install.result
 
 
 async def test_the_sandbox_can_neither_change_its_packages_nor_reach_the_index(

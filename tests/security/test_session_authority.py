@@ -238,3 +238,23 @@ def test_cli_sessions_are_signed_and_old_ones_still_load(
     )  # fmt: skip
     assert UNSIGNED in loaded.stderr.splitlines()[0]
     assert "Traceback" not in loaded.stderr
+
+
+def test_the_projects_demo_is_not_warned_about_but_a_changed_copy_is(tmp_path: Path) -> None:
+    """The README's first command opens on the sandbox's line, not on a warning about the
+    project's own example; the demo's digest spares the warning and nothing else: a copy
+    with one word changed (what anyone can ship under that name) is warned about first."""
+    demo = Path(__file__).parents[2] / "examples" / "demo.ipynb"
+    changed = tmp_path / "demo.ipynb"
+    changed.write_text(demo.read_text(encoding="utf-8").replace("monthly", "Monthly", 1))
+    for path, warned in ((demo, False), (changed, True)):
+        work = tmp_path / f"work-{warned}"
+        work.mkdir()
+        result = codeagent(
+            "replay", str(path), "--workdir", str(work), "--isolation", "none",
+            env=_env(tmp_path),
+        )  # fmt: skip
+        assert result.returncode == 0, result.stdout + result.stderr
+        first = result.stderr.splitlines()[0]
+        assert (UNSIGNED in first) is warned, first
+        assert result.stderr.splitlines()[int(warned)].startswith("sandbox: ")

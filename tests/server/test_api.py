@@ -74,6 +74,8 @@ async def test_bad_input_and_unknown_ids(api: Api, scripted_model: Any, jp_root_
         ('{"prompt": "x", "notebook_path": "notes.txt"}', "not a .ipynb"),
         ('{"prompt": "x", "max_steps": 0}', "max_steps must be between 1 and"),
         ('{"prompt": "x", "max_steps": 100000}', "max_steps must be between 1 and"),
+        ('{"prompt": "x", "title": 3}', "wrong type"),
+        ('{"prompt": "x", "title": "%s"}' % ("t" * 201), "title"),
     ]:
         code, body = await api.call("POST", "sessions", raw=raw)
         assert code == 400, f"{raw!r} answered {code}: {body}"

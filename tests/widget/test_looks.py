@@ -32,6 +32,7 @@ from codeagent_jupyter.widget.views import (
     TextView,
     ToolView,
 )
+from tests.widget.test_render import assert_inert
 
 COLOR = re.compile(
     r"(?:^|[;\s{])(color|background(?:-color)?|border(?:-(?:top|right|bottom|left))?(?:-color)?)"
@@ -109,6 +110,7 @@ def every_surface() -> list[str]:
             for s in ("ok", "running", "error", "timeout")
         ),
         PromptView.render(None, PromptItem("p", "**go**", 1)),  # type: ignore[arg-type]
+        PromptView.render(None, PromptItem("f", "x", 0, "Fix In [2]: NameError: x")),  # type: ignore[arg-type]
         NoteView.render(None, NoteItem("n", "restored", ("x",))),  # type: ignore[arg-type]
         TextView.render(None, TextItem("t", 1, "hi", True)),  # type: ignore[arg-type]
         ToolView.render(None, ToolItem("x", "x", 1, "read_file", {}, "error")),  # type: ignore[arg-type]
@@ -182,6 +184,39 @@ def test_a_long_traceback_is_folded_with_the_error_in_view() -> None:
     assert "KeyError: &#x27;profit&#x27;" in shown and "frame" not in shown
     short = render.output_html({**TRACEBACK, "traceback": ["NameError: x"]})
     assert "<details" not in short and "NameError: x" in short
+
+
+def test_a_pandas_sized_traceback_is_folded() -> None:
+    """A traceback of a screenful (a KeyError out of pandas: 21 lines here, more once its
+    long lines wrap in a narrow panel) folds; the error stays in view."""
+    frames = [f"File pandas/core/frame.py:{i}, in get_loc\n    frame {i}" for i in range(10)]
+    out = render.output_html({**TRACEBACK, "traceback": [*frames, "KeyError: 'profit'"]})
+    folded, shown = out.split("</details>")
+    assert "traceback (21 lines)" in folded and "KeyError: &#x27;profit&#x27;" in shown
+
+
+def test_the_header_keeps_the_session_id_without_the_restart_hint() -> None:
+    """How to attach again is the "Disconnected" line's to say, when it matters."""
+    title = header.title_html("abc123")
+    assert "<code>abc123</code>" in title and "--attach" not in title
+    assert "%agent --attach abc123" in header.dead_html("abc123")
+
+
+def test_a_fix_request_reads_as_its_title_with_the_prompt_folded() -> None:
+    prompt = "My last cell (cell id=4f2a9c) failed. Fix it.\n\nPropose the fix with edit_cell"
+    item = PromptItem("p", prompt, 0, "Fix In [2]: NameError: name 'x' is not defined")
+    out = PromptView.render(None, item)  # type: ignore[arg-type]
+    head, folded = out.split("<details", 1)
+    assert ">Fix In [2]</b>" in head and "NameError: name &#x27;x&#x27; is not defined" in head
+    assert "4f2a9c" not in head and "edit_cell" not in head
+    assert "what the agent was asked" in folded and "4f2a9c" in folded
+    assert "<details open" not in out
+    # The error's line is the user's data (a column name out of a CSV): text, never markup.
+    hostile = PromptItem("h", "x", 0, "Fix In [3]: KeyError: '<img src=x onerror=alert(1)>'")
+    assert_inert(PromptView.render(None, hostile))  # type: ignore[arg-type]
+    assert_inert(summary_html(SessionState(items=(hostile,)), "abc"))
+    plain = PromptView.render(None, PromptItem("q", "**plot** it", 0))  # type: ignore[arg-type]
+    assert "<b>Request:</b>" in plain and "<strong>plot</strong>" in plain
 
 
 def test_an_edit_names_the_cell_as_the_user_sees_it() -> None:

@@ -121,6 +121,7 @@ async def _panel_deny_approve_and_stop(client: AgentClient, scripted_model: Any)
 
     await until(lambda: panel.state.cells and panel.state.cells[0].status == "running")
     assert not panel.stop.disabled and panel.state.running
+    assert panel.stop.layout.display == ""  # Stop shows while a run goes
     await asyncio.sleep(0.5)
     panel.stop.click()
     await until(lambda: panel.state.status == "cancelled")
@@ -129,7 +130,7 @@ async def _panel_deny_approve_and_stop(client: AgentClient, scripted_model: Any)
     assert panel.state.cells[0].status != "running"
     assert 'data-status="cancelled"' in panel.status.value
     await until(lambda: "stopping" not in panel.notice.value)
-    assert panel.stop.disabled
+    assert panel.stop.disabled and panel.stop.layout.display == "none"  # no faded Stop left
     panel.close()
 
 

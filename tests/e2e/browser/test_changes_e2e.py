@@ -149,3 +149,18 @@ def test_changes_section_and_revert(
     assert section.locator(".codeagent-change").count() == 3
     assert "reverted: report.py" in section.inner_text()
     screenshot(page, "reverted")
+
+    # A file the user changed since: the panel asks in its own words, then reverts anyway.
+    (root / "clean.csv").write_text("region,amount\nmine,1\n")
+    has_clean = page.locator('.codeagent-change[data-path="clean.csv"]')
+    clean = section.locator(".codeagent-change-row", has=has_clean).locator(".codeagent-revert")
+    clean.click()
+    asked = panel.locator(".codeagent-notice", has_text="clean.csv changed since")
+    asked.wait_for(timeout=30_000)
+    assert asked.inner_text().endswith("— Revert anyway?")
+    assert "force" not in asked.inner_text() and "409" not in asked.inner_text()
+    assert clean.inner_text().strip() == "Revert anyway"
+    assert (root / "clean.csv").exists()
+    clean.click()
+    panel.locator(".codeagent-notice", has_text="Reverted clean.csv").wait_for(timeout=30_000)
+    assert not (root / "clean.csv").exists()

@@ -227,7 +227,7 @@ def test_fix_button_on_an_error_output(
     button.click()
     lab.wait_cell_count(2)
     inserted = lab.cells()[1]
-    assert inserted["source"] == "%load_ext codeagent_jupyter\n%agent --cell divide fix"
+    assert inserted["source"] == "%load_ext codeagent_jupyter\n%agent fix In[1]"
     panel = shown(lab).locator(".codeagent-panel").first
     panel.locator(status("answered")).wait_for(timeout=90_000)
     assert "+ratio = 1 / 1" in panel.locator(".codeagent-diff").inner_text()
