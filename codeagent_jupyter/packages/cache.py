@@ -13,7 +13,6 @@ import contextlib
 import hashlib
 import os
 import re
-import shutil
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
@@ -84,9 +83,3 @@ class WheelCache:
         os.replace(partial, target)
         os.chmod(target, 0o644)
         return target
-
-    def copy_in(self, source: Path, sha256: str, filename: str) -> Path:
-        """Copy a local wheel (from a ``find_links`` folder) into the cache."""
-        partial = self.staging() / f".{sha256}.part"
-        shutil.copyfile(source, partial)
-        return self.put(partial, sha256, filename)

@@ -87,14 +87,17 @@ class InstallTool:
         overlay = await self._overlay()
         versions = {n: str(p["version"]) for n, p in self.installed.items()}
         plan = await self.installer.plan(args["packages"], versions)
-        if not plan.wheels:
-            return ToolOutcome(text="Already installed: " + ", ".join(args["packages"]))
-        if self.approval == "ask":
-            approve = ctx.approve if ctx is not None else None
-            details = {**args, "install": plan.describe(), "size_bytes": plan.size_bytes}
-            if approve is None or not await approve(NAME, details):
-                return ToolOutcome.denied()
-        return await self._install(plan, overlay)
+        try:
+            if not plan.wheels:
+                return ToolOutcome(text="Already installed: " + ", ".join(args["packages"]))
+            if self.approval == "ask":
+                approve = ctx.approve if ctx is not None else None
+                details = {**args, "install": plan.describe(), "size_bytes": plan.size_bytes}
+                if approve is None or not await approve(NAME, details):
+                    return ToolOutcome.denied()
+            return await self._install(plan, overlay)
+        finally:
+            plan.discard()  # denied or failed: nothing of it stays in the cache
 
     async def install_now(self, packages: list[str]) -> list[dict[str, Any]]:
         """Install ``packages`` at the user's request (their request is the approval):
@@ -103,9 +106,12 @@ class InstallTool:
         overlay = await self._overlay()
         versions = {n: str(p["version"]) for n, p in self.installed.items()}
         plan = await self.installer.plan(list(packages), versions)
-        if not plan.wheels:
-            return []
-        outcome = await self._install(plan, overlay)
+        try:
+            if not plan.wheels:
+                return []
+            outcome = await self._install(plan, overlay)
+        finally:
+            plan.discard()
         return list(outcome.packages or [])
 
     async def restore(self, recorded: Iterable[Mapping[str, Any]]) -> str:
@@ -142,6 +148,7 @@ class InstallTool:
                 "another kernel manager); only the local sandbox can get packages"
             )
         overlay = Path(overlay)
+        self.installer.refuse_writable_sources([getattr(sandbox, "workdir", None), overlay.parent])
         overlay.mkdir(mode=0o755, exist_ok=True)
         if overlay.is_symlink() or not overlay.is_dir():  # writes would follow it elsewhere
             raise ToolError(f"{NAME}: the sandbox's package folder is not a plain folder")
