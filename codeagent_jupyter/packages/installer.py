@@ -162,6 +162,11 @@ class Installer:
             raise ToolError(f"install_packages: {refusal}")
 
     def _unresolved(self, error: PackageError) -> ToolError:
+        if "File too large" in str(error):  # pip read a wheel past the cap: see pip.py
+            return fetch.OverLimit(
+                "install_packages: the index serves a file over this server's limit of "
+                f"{self.policy.max_mb:g} MB"
+            )
         missing = pip.missing_name(str(error))
         if missing is None:
             return ToolError(f"install_packages: pip could not resolve the request: {error}")
