@@ -103,7 +103,7 @@ class Installer:
         files = await restore_files(
             wheels,
             self.cache,
-            self.policy.pip_options(),
+            self.policy,
             python=self.python,
             max_file_bytes=self.limit,
         )
@@ -116,7 +116,9 @@ class Installer:
         for wheel in plan.wheels:
             path = plan.files[wheel.name]
             if plan.staging is not None and path.parent == plan.staging:
-                plan.files[wheel.name] = self.cache.put(path, wheel.sha256, path.name)
+                plan.files[wheel.name] = self.cache.put(
+                    path, wheel.sha256, path.name, [wheel.index]
+                )
         plan.discard()
         await self._unpack(list(plan.files.values()), overlay)
 

@@ -4,9 +4,11 @@ A session notebook records each installed wheel's name, version, sha256, file na
 and URL, and anyone may have edited it. A reinstall (resume, fork, replay) believes none of
 the places it names: each wheel comes from the shared cache by its sha256, or else from
 *today's* policy sources, asked by pip for ``name==version`` pinned to that sha256 (a hash
-pip checks itself); and every file, cached or downloaded, must be that package and version
-by its file name and its own METADATA (``identity``) before anything is unpacked. A wheel
-downloaded for it joins the cache only once all of them have passed.
+pip checks itself). A cached file counts only when it came from one of today's sources
+(the cache notes where each came from), so a source the administrator has since removed
+serves nothing through the cache either. Every file, cached or downloaded, must be that
+package and version by its file name and its own METADATA (``identity``) before anything
+is unpacked. A wheel downloaded for it joins the cache only once all of them have passed.
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from . import pip
 from .cache import WheelCache, digest
 from .identity import check_wheel
 from .pip import PackageError
+from .policy import PackagePolicy
 from .wheels import Wheel
 
 
 async def restore_files(
     wheels: list[Wheel],
     cache: WheelCache,
-    options: list[str],
+    policy: PackagePolicy,
     *,
     python: str = sys.executable,
     max_file_bytes: int,
@@ -37,8 +40,9 @@ async def restore_files(
     was recorded as."""
     files: dict[str, Path] = {}
     missing: list[Wheel] = []
+    today = set(policy.sources)
     for wheel in wheels:
-        cached = cache.get(wheel.sha256)
+        cached = cache.get(wheel.sha256) if cache.sources(wheel.sha256) & today else None
         if cached is None:
             missing.append(wheel)
             continue
@@ -51,7 +55,7 @@ async def restore_files(
         pins = [(w.name, w.version, w.sha256) for w in missing]
         try:
             got = await pip.download_pinned(
-                pins, options, staging, max_file_bytes=max_file_bytes, python=python
+                pins, policy.pip_options(), staging, max_file_bytes=max_file_bytes, python=python
             )
         except PackageError as e:
             if "HASH" in str(e).upper():
@@ -65,7 +69,7 @@ async def restore_files(
             check_wheel(path, wheel.name, wheel.version)
         for wheel in missing:
             path = by_digest[wheel.sha256]
-            files[wheel.name] = cache.put(path, wheel.sha256, path.name)
+            files[wheel.name] = cache.put(path, wheel.sha256, path.name, policy.sources)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return files

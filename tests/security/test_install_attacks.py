@@ -264,3 +264,49 @@ def test_an_edited_resume_notebook_installs_only_what_it_says(
     finally:
         good.stop()
         evil.stop()
+
+
+def test_a_cached_wheel_from_a_source_no_longer_in_the_policy_is_not_reinstalled(
+    scripted_model, tmp_path: Path
+) -> None:
+    """The cache notes where each wheel came from: once the administrator (here the
+    flags) drops that index, a resume does not take the wheel from the cache either."""
+    (tmp_path / "ws").mkdir()
+    good = PackageIndex(tmp_path / "good").start()
+    evil = PackageIndex(tmp_path / "evil").start()
+    try:
+        good.add(make_wheel(tmp_path / "g", "rt3ok", "1.0"))
+        evil.add(make_wheel(tmp_path / "e", "rt3evil", "1.0", code="OWNED = 1\n"))
+        out = tmp_path / "s.ipynb"
+        install = {"packages": ["rt3evil"], "reason": "x"}
+        _run(
+            scripted_model,
+            tmp_path,
+            evil.url,
+            out,
+            tool_calls(("install_packages", install)),
+            text("ok"),
+        )
+        probe = "import importlib.util as u\nprint('EVIL', u.find_spec('rt3evil') is not None)"
+        scripted_model.set_script([tool_calls(("run_cell", {"code": probe})), text("checked")])
+        result = codeagent(
+            "resume",
+            str(out),
+            "check",
+            *_model(scripted_model),
+            "--allow-install",
+            "--index-url",
+            good.url,
+            "--workdir",
+            str(tmp_path / "ws"),
+            env={"XDG_CACHE_HOME": str(tmp_path / "cache")},
+            timeout=300,
+        )
+        assert result.returncode == 0, result.stderr
+        assert "reinstalled rt3evil" not in result.stderr
+        assert "could not reinstall the session's packages" in result.stderr
+        printed = json.dumps(scripted_model.requests[-1]["messages"])
+        assert "EVIL False" in printed and "EVIL True" not in printed
+    finally:
+        good.stop()
+        evil.stop()
