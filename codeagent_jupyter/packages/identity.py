@@ -63,14 +63,14 @@ def check_wheel(path: Path, name: str, version: str) -> None:
         raise ToolError(f"install_packages: {path.name[:120]!r} is not a wheel file name") from None
     meta_name, meta_version, requires = metadata_of(path)
     want = (canonicalize_name(name), canonicalize_version(version))
-    for what, said in (
-        ("its file name", (file_name, canonicalize_version(str(file_version)))),
-        ("its METADATA", (meta_name, canonicalize_version(meta_version))),
+    for what, said_name, said_version in (
+        ("its file name", file_name, str(file_version)),
+        ("its METADATA", meta_name, meta_version),
     ):
-        if said != want:
+        if (said_name, canonicalize_version(said_version)) != want:
             raise ToolError(
                 f"install_packages: the wheel installed as {name}=={version} is "
-                f"{said[0]}=={said[1]} by {what}; refusing it"
+                f"{said_name[:80]}=={said_version[:40]} by {what}; refusing it"
             )
     refusal = direct_url_refusal(name, version, requires)
     if refusal is not None:
