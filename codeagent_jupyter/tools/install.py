@@ -65,10 +65,20 @@ class InstallTool:
     restored by ``restore``), name -> version.
     """
 
-    def __init__(self, sandbox: Any, installer: Installer, *, approval: str = "ask") -> None:
+    def __init__(
+        self,
+        sandbox: Any,
+        installer: Installer,
+        *,
+        approval: str = "ask",
+        writable: Iterable[Path] = (),
+    ) -> None:
         self.sandbox = sandbox
         self.installer = installer
         self.approval = approval
+        self.writable = list(writable)
+        """Where other sandboxes can write (a server's root), beside this one's own
+        workspace and kernel folder: no wheel folder of the policy may overlap them."""
         self.installed: dict[str, dict[str, Any]] = {}
 
     @property
@@ -148,7 +158,8 @@ class InstallTool:
                 "another kernel manager); only the local sandbox can get packages"
             )
         overlay = Path(overlay)
-        self.installer.refuse_writable_sources([getattr(sandbox, "workdir", None), overlay.parent])
+        roots = [getattr(sandbox, "workdir", None), overlay.parent, *self.writable]
+        self.installer.refuse_writable_sources(roots)
         overlay.mkdir(mode=0o755, exist_ok=True)
         if overlay.is_symlink() or not overlay.is_dir():  # writes would follow it elsewhere
             raise ToolError(f"{NAME}: the sandbox's package folder is not a plain folder")
