@@ -7,7 +7,7 @@ notwithstanding, before any of our code sees the plan. So pip is only ever asked
 wheels by name (``--no-deps``): each round it picks a wheel for every requirement known so
 far, and this module reads the dependencies of the picked wheels from the metadata pip
 reports (the index's PEP 658 file, or the wheel's own), refuses a direct-URL one in one
-line naming it, checks each new name against the policy, and asks again with the
+line naming it, checks each picked package against the policy, and asks again with the
 dependencies added, until the picks stop changing. Nothing of a refused wheel is built,
 fetched by us or kept.
 """
@@ -83,7 +83,9 @@ async def walk(
     requested: list[str], pick: Picker, allowed: Callable[[str], None]
 ) -> list[dict[str, Any]]:
     """pip's report entries for ``requested`` and everything they need, each picked by
-    ``pick`` from names and versions only; ``allowed(name)`` raises for a refused name."""
+    ``pick`` from names and versions only; ``allowed(name)`` raises for a package the
+    plan would install that the policy refuses (a dependency the kernel's environment
+    already satisfies is not installed, so it is not asked about)."""
     extra: list[str] = []
     for _ in range(MAX_ROUNDS):
         entries, environment = await pick(requested + extra)
@@ -91,9 +93,7 @@ async def walk(
         for entry in entries:
             name, _version, requirements = dependencies(entry, environment)
             allowed(name)
-            for requirement in requirements:
-                allowed(requirement.name)
-                needed.append(str(requirement))
+            needed += [str(requirement) for requirement in requirements]
         needed = sorted(set(needed) - set(requested))
         if needed == extra:
             return entries
