@@ -73,6 +73,7 @@ def _bytes_under(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
 
 
+@pytest.mark.codeagent(allow_unconfined=True)  # about the host's installs: every lane
 @pytest.mark.server_app(identity_provider_class=TokenUsers)
 async def test_a_lying_index_is_cut_at_the_cap_and_leaves_nothing_in_the_cache(
     api: Api, scripted_model: Any, indexes: Indexes

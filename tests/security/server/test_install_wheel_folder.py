@@ -32,6 +32,7 @@ def jp_server_config(jp_server_config: Any, jp_root_dir: Path) -> Any:
     return jp_server_config
 
 
+@pytest.mark.codeagent(allow_unconfined=True)  # about the host's installs: every lane
 @pytest.mark.server_app(identity_provider_class=TokenUsers)
 async def test_a_wheel_folder_under_the_server_root_is_refused(
     api: Api, scripted_model: Any, jp_root_dir: Path, tmp_path: Path
