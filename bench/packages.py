@@ -2,10 +2,10 @@
 
 Rows: a first install of a small wheel, a first install of a 10 MB wheel, the 10 MB wheel
 reinstalled from the shared wheel cache in a fresh sandbox (as a resume does), the same
-with the cache emptied first (fetched again by its recorded URL), and an install call for
-a wheel already in the cache. Each from the call to the package imported in the running
-sandbox kernel. Wall seconds and the CPU seconds of the pip processes (what a loaded
-machine stretches into wall time)."""
+with the cache emptied first (fetched again from the index by name, version and sha256),
+and an install call for a wheel already in the cache. Each from the call to the package
+imported in the running sandbox kernel. Wall seconds and the CPU seconds of the pip
+processes (what a loaded machine stretches into wall time)."""
 
 from __future__ import annotations
 

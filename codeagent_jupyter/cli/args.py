@@ -183,6 +183,9 @@ def install_policy(args: argparse.Namespace) -> Any:
         index = "" if links else DEFAULT_INDEX
     policy = PackagePolicy(index_url=index, find_links=tuple(links), approval="auto")
     policy.check()
+    refusal = policy.writable_source([getattr(args, "workdir", None)])
+    if refusal is not None:
+        raise ConfigError(f"--find-links: {refusal}")
     return policy
 
 

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
-import shutil
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 _HEX = re.compile(r"^[0-9a-f]{64}$")
+SOURCES = "sources.json"
+"""Beside each cached wheel: the package sources (index URLs, wheel folders) it came from."""
 
 
 def digest(path: Path) -> str:
@@ -76,17 +78,25 @@ class WheelCache:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         return folder
 
-    def put(self, partial: Path, sha256: str, filename: str) -> Path:
-        """Move a finished download (already hashed as ``sha256``) into its place."""
+    def put(self, partial: Path, sha256: str, filename: str, sources: list[str]) -> Path:
+        """Move a finished download (already hashed as ``sha256``) into its place, and
+        note the package ``sources`` it came from (see ``sources``)."""
         folder = self.folder(sha256)
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         target = folder / plain_filename(filename)
         os.replace(partial, target)
         os.chmod(target, 0o644)
+        known = sorted(self.sources(sha256) | set(sources))
+        note = folder / f".sources.{os.getpid()}.part"
+        note.write_text(json.dumps(known), encoding="utf-8")
+        os.replace(note, folder / SOURCES)
         return target
 
-    def copy_in(self, source: Path, sha256: str, filename: str) -> Path:
-        """Copy a local wheel (from a ``find_links`` folder) into the cache."""
-        partial = self.staging() / f".{sha256}.part"
-        shutil.copyfile(source, partial)
-        return self.put(partial, sha256, filename)
+    def sources(self, sha256: str) -> set[str]:
+        """The package sources the cached file ``sha256`` came from: a reinstall takes it
+        from the cache only when one of them is still a source of today's policy."""
+        try:
+            found = json.loads((self.folder(sha256) / SOURCES).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return set()
+        return {str(s) for s in found} if isinstance(found, list) else set()

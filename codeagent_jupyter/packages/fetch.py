@@ -3,11 +3,13 @@ during it, and a file used only under the sha256 it was resolved with.
 
 ``stated_sizes`` asks the index's project page in its PEP 691 JSON form for each file's
 PEP 700 ``size`` (pip has just read the same page; an index that answers HTML states no
-size). ``Fetcher.fetch`` streams one wheel into the shared cache: refused before a byte of
-the body is read when the response's ``Content-Length`` is over what is left of the cap,
-and cut off the moment a body without one (or a lying one) passes it; the file is hashed
-while it is written and moved into the cache only under the expected digest. A wheel from
-a ``find_links`` folder (a ``file:`` URL) is copied in, the same checks applied.
+size). ``Fetcher.fetch`` streams one wheel into the plan's staging folder (beside the
+shared cache, not in it: a plan that is refused or denied leaves nothing behind; an
+install moves its files into the cache): refused before a byte of the body is read when
+the response's ``Content-Length`` is over what is left of the cap, and cut off the moment
+a body without one (or a lying one) passes it; the file is hashed while it is written and
+kept only under the expected digest. A wheel from a ``find_links`` folder (a ``file:``
+URL) is copied in, the same checks applied.
 
 The client passes proxies and certificate settings from the environment, as pip's does.
 """
@@ -24,7 +26,7 @@ from urllib.request import url2pathname
 import httpx
 
 from ..errors import ToolError
-from .cache import WheelCache, plain_filename
+from .cache import plain_filename
 
 MB = 1024 * 1024
 JSON_PAGE = "application/vnd.pypi.simple.v1+json"
@@ -85,24 +87,26 @@ def filename_of(url: str) -> str:
 
 
 class Fetcher:
-    """Fetches wheels into ``cache``; ``local_roots``: folders a ``file:`` URL may be in."""
+    """Fetches wheels into the folder ``staging``; ``local_roots``: folders a ``file:`` URL
+    may be in (the file itself, links resolved, must lie in one)."""
 
-    def __init__(self, cache: WheelCache, local_roots: list[Path]) -> None:
-        self.cache = cache
-        self.local_roots = [Path(os.path.abspath(r)) for r in local_roots]
+    def __init__(self, staging: Path, local_roots: list[Path]) -> None:
+        self.staging = staging
+        self.local_roots = [Path(os.path.realpath(r)) for r in local_roots]
 
     async def fetch(
         self, http: httpx.AsyncClient, url: str, sha256: str, *, room: int, max_mb: float
     ) -> Path:
-        """The wheel at ``url`` in the cache, verified as ``sha256`` (when given; else the
-        file's own digest); at most ``room`` bytes are read (``OverLimit`` past them)."""
+        """The wheel at ``url`` in the staging folder, verified as ``sha256`` (when given;
+        else the file's own digest); at most ``room`` bytes are read (``OverLimit`` past
+        them)."""
         try:
             filename = filename_of(url)
         except ValueError as e:
             raise ToolError(f"install_packages: the index's link {url[:120]!r}: {e}") from None
         if urlsplit(url).scheme == "file":
             return self._local(url, filename, sha256, room, max_mb)
-        partial_fd, partial = tempfile.mkstemp(dir=self.cache.staging(), suffix=".part")
+        partial_fd, partial = tempfile.mkstemp(dir=self.staging, suffix=".part")
         sha, read = hashlib.sha256(), 0
         try:
             with os.fdopen(partial_fd, "wb") as out:
@@ -121,33 +125,36 @@ class Fetcher:
                             raise over_limit(read + _used(room, max_mb), max_mb)
                         sha.update(block)
                         out.write(block)
-            digest = sha.hexdigest()
-            _check(filename, digest, sha256)
-            return self.cache.put(Path(partial), digest, filename)
+            _check(filename, sha.hexdigest(), sha256)
+            return self._keep(Path(partial), filename)
         except httpx.HTTPError as e:
             raise ToolError(f"install_packages: could not fetch {filename}: {e}") from None
         finally:
             Path(partial).unlink(missing_ok=True)
 
     def _local(self, url: str, filename: str, sha256: str, room: int, max_mb: float) -> Path:
-        path = Path(os.path.abspath(url2pathname(urlsplit(url).path)))
+        path = Path(os.path.realpath(url2pathname(urlsplit(url).path)))
         if not any(path.is_relative_to(root) for root in self.local_roots):
             raise ToolError(f"install_packages: {filename} is not in a wheel folder of the policy")
         size = path.stat().st_size
         if size > room:
             raise over_limit(size + _used(room, max_mb), max_mb)
-        partial_fd, partial = tempfile.mkstemp(dir=self.cache.staging(), suffix=".part")
+        partial_fd, partial = tempfile.mkstemp(dir=self.staging, suffix=".part")
         sha = hashlib.sha256()
         try:
             with os.fdopen(partial_fd, "wb") as out, path.open("rb") as source:
                 for block in iter(lambda: source.read(_BLOCK), b""):
                     sha.update(block)
                     out.write(block)
-            digest = sha.hexdigest()
-            _check(filename, digest, sha256)
-            return self.cache.put(Path(partial), digest, filename)
+            _check(filename, sha.hexdigest(), sha256)
+            return self._keep(Path(partial), filename)
         finally:
             Path(partial).unlink(missing_ok=True)
+
+    def _keep(self, partial: Path, filename: str) -> Path:
+        target = self.staging / plain_filename(filename)
+        os.replace(partial, target)
+        return target
 
 
 def _used(room: int, max_mb: float) -> int:

@@ -1,21 +1,24 @@
 """``Installer``: a request for packages becomes wheels in a sandbox's overlay folder.
 
-plan (names checked; resolved by ONE pip process against the kernel's environment and what
-the overlay holds; every package of the plan checked against the policy; the sizes the
-index states summed against ``max_mb`` before a byte of a wheel is fetched; each wheel
-streamed by httpx into the shared cache under the sha256 it was resolved with) → the caller
-asks for approval with the plan → install (each wheel unpacked into the overlay in this
-process by pypa's ``installer``, nothing of it run: ``unpack``). ``restore`` reinstalls a
-recorded set with no pip at all: each wheel from the cache by its recorded sha256, or
-fetched again from its recorded URL and refused when its digest differs. A set recorded
-before URLs were kept is fetched by pip, hash-pinned, as it was then.
+plan (names checked; walked by pip one level at a time, wheels by name only, against the
+kernel's environment and what the overlay holds: ``walk``; every package of the plan
+checked against the policy, a direct-URL dependency refused before pip meets it; the
+sizes the index states summed against ``max_mb`` before a byte of a wheel is fetched; each
+wheel streamed by httpx into the plan's staging folder under the sha256 it was resolved
+with, and checked to be what it was picked as: ``identity``) → the caller asks for
+approval with the plan → install (each wheel moved into the shared cache and unpacked
+into the overlay in this process by pypa's ``installer``, nothing of it run: ``unpack``);
+a plan refused or denied is discarded, its staged files with it. ``restore`` reinstalls a
+recorded set: ``reinstall``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,9 +30,12 @@ from packaging.utils import canonicalize_name
 from ..errors import ToolError
 from . import fetch, pip
 from .cache import WheelCache, digest
+from .identity import check_wheel
 from .pip import PackageError
 from .policy import PackagePolicy, parse_request
+from .reinstall import restore_files
 from .unpack import install_wheel
+from .walk import walk
 from .wheels import Plan, Wheel, recorded_wheel
 
 MB = fetch.MB
@@ -69,12 +75,7 @@ class Installer:
         requested = {canonicalize_name(r.name) for r in wanted}
         kept = [f"{name}=={version}" for name, version in sorted(installed.items())]
         try:
-            entries = await pip.resolve(
-                [str(r) for r in wanted] + kept,
-                self.policy.pip_options(),
-                cache_dir=str(self._cache()),
-                python=self.python,
-            )
+            entries = await walk([str(r) for r in wanted] + kept, self._pick, self._allowed)
         except PackageError as e:
             raise self._unresolved(e) from None
         planned = []
@@ -90,37 +91,43 @@ class Installer:
         return await self._fetch(planned) if planned else Plan([])
 
     async def restore(self, recorded: Iterable[Mapping[str, Any]], overlay: Path) -> list[Wheel]:
-        """Install the recorded wheels into ``overlay`` again, without resolving: the same
-        versions and the same files (each checked against its recorded sha256)."""
+        """Install the recorded wheels into ``overlay`` again, without resolving: by name,
+        version and sha256 only, from the cache or today's policy sources (a recorded URL
+        or index is not used), each checked to be the package and version recorded."""
         wheels = [recorded_wheel(item) for item in recorded]
         for wheel in wheels:
             self._allowed(wheel.name)
         if not wheels:
             return []
-        files: dict[str, Path] = {}
-        unknown = []
-        async with fetch.client() as http:
-            for wheel in wheels:
-                cached = self.cache.get(wheel.sha256)
-                if cached is None and wheel.url and self._trusted(wheel):
-                    try:
-                        cached = await self._fetcher().fetch(
-                            http, wheel.url, wheel.sha256, room=1 << 62, max_mb=self.policy.max_mb
-                        )
-                    except fetch.HashMismatch:
-                        raise _changed(wheels) from None
-                if cached is None:
-                    unknown.append(wheel)
-                else:
-                    files[wheel.name] = cached
-        if unknown:  # recorded before URLs were: pip fetches them, pinned to their hashes
-            await self._restore_by_pip(unknown, wheels, overlay)
-        await self._unpack(list(files.values()), overlay)
+        self._cache()
+        files = await restore_files(
+            wheels,
+            self.cache,
+            self.policy,
+            python=self.python,
+            max_file_bytes=self.limit,
+        )
+        await self._unpack([files[w.name] for w in wheels], overlay)
         return wheels
 
     async def install(self, plan: Plan, overlay: Path) -> None:
-        """Unpack the plan's wheels into ``overlay`` (they stay in the cache)."""
+        """Move the plan's staged wheels into the shared cache (an approved install is the
+        only way into it) and unpack them into ``overlay``."""
+        for wheel in plan.wheels:
+            path = plan.files[wheel.name]
+            if plan.staging is not None and path.parent == plan.staging:
+                plan.files[wheel.name] = self.cache.put(
+                    path, wheel.sha256, path.name, [wheel.index]
+                )
+        plan.discard()
         await self._unpack(list(plan.files.values()), overlay)
+
+    def refuse_writable_sources(self, roots: Iterable[Path | None]) -> None:
+        """``ToolError`` when a local source of the policy overlaps a place the sandbox can
+        write (``roots``): nothing is installed from there."""
+        refusal = self.policy.writable_source(roots)
+        if refusal is not None:
+            raise ToolError(f"install_packages: {refusal}")
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -128,28 +135,15 @@ class Installer:
         for path in files:
             await asyncio.to_thread(install_wheel, path, overlay, interpreter=self.python)
 
-    async def _restore_by_pip(self, unknown: list[Wheel], all_: list[Wheel], overlay: Path) -> None:
-        pins = [(w.name, w.version, w.sha256) for w in unknown]
-        try:
-            await pip.install_pinned(
-                pins,
-                self.policy.pip_options(),
-                overlay,
-                cache_dir=str(self._cache()),
-                python=self.python,
-            )
-        except PackageError as e:
-            if "HASH" in str(e).upper():
-                raise _changed(all_) from None
-            raise ToolError(f"install_packages: could not reinstall: {e}") from None
+    async def _pick(self, requirements: list[str]) -> Any:
+        """pip's picks for ``requirements`` (names and versions only), bounded by the cap."""
+        return await pip.resolve(
+            requirements, self.policy.pip_options(), max_file_bytes=self.limit, python=self.python
+        )
 
     def _cache(self) -> Path:
         self.cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         return self.cache_dir
-
-    def _fetcher(self) -> fetch.Fetcher:
-        self._cache()
-        return fetch.Fetcher(self.cache, self._local_roots())
 
     def _local_roots(self) -> list[Path]:
         """Folders a ``file:`` wheel may come from: the policy's, nothing else."""
@@ -164,20 +158,17 @@ class Installer:
         urls = (self.policy.index_url, *self.policy.extra_index_urls)
         return [u for u in urls if urlsplit(u).scheme in ("http", "https")]
 
-    def _trusted(self, wheel: Wheel) -> bool:
-        """Whether a recorded URL may be fetched again: one of today's policy sources
-        served it (a file of a wheel folder must still lie in one). Its hash is checked
-        either way."""
-        if urlsplit(wheel.url).scheme == "file":
-            return True  # Fetcher checks the folder
-        return wheel.index in self.policy.sources or self._source(wheel.url) in self.policy.sources
-
     def _allowed(self, name: str) -> None:
         refusal = self.policy.refusal(name)
         if refusal is not None:
             raise ToolError(f"install_packages: {refusal}")
 
     def _unresolved(self, error: PackageError) -> ToolError:
+        if "File too large" in str(error):  # pip read a wheel past the cap: see pip.py
+            return fetch.OverLimit(
+                "install_packages: the index serves a file over this server's limit of "
+                f"{self.policy.max_mb:g} MB"
+            )
         missing = pip.missing_name(str(error))
         if missing is None:
             return ToolError(f"install_packages: pip could not resolve the request: {error}")
@@ -190,7 +181,15 @@ class Installer:
     async def _fetch(self, planned: list[Wheel]) -> Plan:
         """Sizes first (what the index states, or the cached file's), refused over the cap
         before any download; then each wheel not cached streamed in, the cap kept."""
-        fetcher = self._fetcher()
+        staging = Path(tempfile.mkdtemp(prefix="plan-", dir=self.cache.staging()))
+        try:
+            return await self._fetch_into(planned, staging)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+    async def _fetch_into(self, planned: list[Wheel], staging: Path) -> Plan:
+        fetcher = fetch.Fetcher(staging, self._local_roots())
         async with fetch.client() as http:
             sizes: dict[str, int] = {}
             listed: dict[str, str] = {}
@@ -215,7 +214,7 @@ class Installer:
             stated = sum(sizes.values())
             if stated > self.limit:
                 raise fetch.over_limit(stated, self.policy.max_mb)
-            plan = Plan([])
+            plan = Plan([], staging=staging)
             used = 0
             for wheel in planned:
                 filename = fetch.filename_of(wheel.url) if wheel.url else ""
@@ -231,6 +230,7 @@ class Installer:
                 used += size
                 if used > self.limit:
                     raise fetch.over_limit(used, self.policy.max_mb)
+                check_wheel(path, wheel.name, wheel.version)
                 sha256 = wheel.sha256 or digest(path)
                 plan.wheels.append(
                     Wheel(
@@ -262,13 +262,6 @@ class Installer:
         if parts.netloc:
             return f"{parts.scheme}://{parts.netloc}"
         return self.policy.sources[0] if self.policy.sources else url
-
-
-def _changed(wheels: list[Wheel]) -> ToolError:
-    return ToolError(
-        "install_packages: the index serves files that are not the recorded ones "
-        f"(sha256 differs) for {', '.join(w.pin() for w in wheels)}; refusing them"
-    )
 
 
 def _url(entry: Mapping[str, Any]) -> str:

@@ -1,11 +1,17 @@
-"""pip, run outside the sandbox for it: the one resolve of an install (and, for a session
-recorded before wheel URLs were kept, a hash-pinned reinstall), nothing else.
+"""pip, run outside the sandbox for it: picking wheels for named requirements
+(``resolve``, one level of a plan at a time, see ``walk``) and downloading hash-pinned
+wheels for a reinstall (``download_pinned``), nothing else.
 
-Every command is pip itself (``python -I -m pip``: isolated mode, so neither the server's
-``PYTHONPATH`` nor a package installed for a sandbox can be imported by it), with no pip
-configuration but the options given here (``PIP_CONFIG_FILE`` is the null device and no
-``PIP_*`` variable passes), and always ``--only-binary=:all:``: pip never builds a source
-distribution, whose build code would run with the server's privileges.
+Every command is pip itself (isolated mode, so neither the server's ``PYTHONPATH`` nor a
+package installed for a sandbox can be imported by it), with no pip configuration but the
+options given here (``PIP_CONFIG_FILE`` is the null device and no ``PIP_*`` variable
+passes), always ``--only-binary=:all:`` and ``--no-deps``, and never a URL or a path as a
+requirement: pip is only ever asked for a wheel by name from the policy's sources, so no
+source distribution, source tree or direct-URL requirement reaches it, and no build
+backend can run (pip would run one, with the server's privileges, for a direct-URL
+requirement in a wheel's METADATA, ``--only-binary`` notwithstanding). It keeps no cache
+(``--no-cache-dir``: nothing of a refused install stays behind), and it is bounded: its
+wall time, and each file it writes (a lying index cannot fill the disk through it).
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Any
 
 from ..errors import ToolError
 
-WHEELS_ONLY = ["--only-binary=:all:"]
+WHEELS_ONLY = ["--only-binary=:all:", "--no-deps", "--no-cache-dir"]
 TIMEOUT_S = 300.0
 """Longest one pip command may take (a big download on a slow index)."""
 _KEPT = re.compile(
@@ -45,19 +51,42 @@ def pip_env() -> dict[str, str]:
     return env
 
 
+_BOUNDED = (
+    "import resource, runpy, signal, sys\n"
+    "size = int(sys.argv.pop(1))\n"
+    "resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))\n"
+    "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+    "sys.argv[0] = 'pip'\n"
+    "runpy.run_module('pip', run_name='__main__', alter_sys=True)\n"
+)
+"""pip under a file size limit set in its own process before it starts (not in a
+``preexec_fn``, which is unsafe in a server with threads): a write past it fails with
+EFBIG instead of killing pip, so pip says why in its last line."""
+FILE_SLACK = 1024 * 1024
+"""Bytes allowed beyond a call's ``max_mb`` for any one file pip writes (its report)."""
+
+
 async def run_pip(
-    args: list[str], *, python: str = sys.executable, timeout: float = TIMEOUT_S
+    args: list[str],
+    *,
+    python: str = sys.executable,
+    timeout: float = TIMEOUT_S,
+    max_file_bytes: int = 1 << 40,
 ) -> str:
-    """Run ``pip ARGS`` and return its stdout; ``PackageError`` with pip's reason if it fails."""
+    """Run ``pip ARGS`` and return its stdout; ``PackageError`` with pip's reason if it
+    fails. No file pip writes may grow past ``max_file_bytes``."""
     with tempfile.TemporaryDirectory(prefix="codeagent-pip-") as cwd:
+        env = pip_env()
+        env["TMPDIR"] = cwd  # its downloads go away with the folder
         process = await asyncio.create_subprocess_exec(
             python,
             "-I",
-            "-m",
-            "pip",
+            "-c",
+            _BOUNDED,
+            str(max_file_bytes + FILE_SLACK),
             *args,
             cwd=cwd,
-            env=pip_env(),
+            env=env,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -89,10 +118,16 @@ def missing_name(message: str) -> str | None:
 
 
 async def resolve(
-    requirements: list[str], options: list[str], *, cache_dir: str, python: str = sys.executable
-) -> list[dict[str, Any]]:
-    """What pip would install for ``requirements`` into the interpreter's environment
-    (what is installed there already counts): pip's installation report entries."""
+    requirements: list[str],
+    options: list[str],
+    *,
+    max_file_bytes: int,
+    python: str = sys.executable,
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The wheel pip picks for each of ``requirements`` (names with versions only; their
+    dependencies are not looked at, ``walk`` does that) that the interpreter's environment
+    does not already satisfy: pip's installation report entries, and the report's marker
+    environment (the interpreter's)."""
     with tempfile.TemporaryDirectory(prefix="codeagent-report-") as folder:
         report = Path(folder) / "report.json"
         await run_pip(
@@ -104,48 +139,45 @@ async def resolve(
                 "--report",
                 str(report),
                 *WHEELS_ONLY,
-                "--cache-dir",
-                cache_dir,
                 *options,
                 *requirements,
             ],
             python=python,
+            max_file_bytes=max_file_bytes,
         )
         data = json.loads(report.read_text(encoding="utf-8"))
-    return list(data.get("install", []))
+    environment = data.get("environment")
+    return list(data.get("install", [])), dict(environment) if isinstance(environment, dict) else {}
 
 
-async def install_pinned(
+async def download_pinned(
     pins: list[tuple[str, str, str]],
     options: list[str],
-    target: Path,
+    folder: Path,
     *,
-    cache_dir: str,
+    max_file_bytes: int,
     python: str = sys.executable,
-) -> None:
-    """Install exactly ``(name, version, sha256)`` wheels into ``target`` in one pip call,
-    from the sources in ``options`` (the shared cache first): pip itself refuses a file
-    whose hash is not the given one (``--require-hashes``)."""
-    with tempfile.TemporaryDirectory(prefix="codeagent-pins-") as folder:
-        requirements = Path(folder) / "requirements.txt"
+) -> list[Path]:
+    """Download exactly ``(name, version, sha256)`` wheels into ``folder`` in one pip call,
+    from the sources in ``options``: pip itself refuses a file whose hash is not the given
+    one (``--require-hashes``). The files downloaded."""
+    with tempfile.TemporaryDirectory(prefix="codeagent-pins-") as work:
+        requirements = Path(work) / "requirements.txt"
         lines = [f"{name}=={version} --hash=sha256:{sha256}" for name, version, sha256 in pins]
         requirements.write_text("\n".join(lines) + "\n", encoding="utf-8")
         await run_pip(
             [
-                "install",
+                "download",
                 "--quiet",
-                "--no-deps",
                 *WHEELS_ONLY,
                 "--require-hashes",
-                "--no-warn-script-location",
-                "--upgrade",
-                "--cache-dir",
-                cache_dir,
-                "--target",
-                str(target),
+                "--dest",
+                str(folder),
                 *options,
                 "-r",
                 str(requirements),
             ],
             python=python,
+            max_file_bytes=max_file_bytes,
         )
+    return sorted(p for p in folder.iterdir() if p.is_file())

@@ -10,12 +10,14 @@ their normalised form (PEP 503); the deny list wins over the allow list.
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+from urllib.request import url2pathname
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -112,6 +114,34 @@ class PackagePolicy:
     def sources(self) -> list[str]:
         """Where packages come from, as the approval and the notebook say it."""
         return [u for u in (self.index_url, *self.extra_index_urls) if u] + list(self.find_links)
+
+    def local_folders(self) -> list[Path]:
+        """The local folders packages come from: ``find_links`` folders and ``file:``
+        indexes (links resolved)."""
+        folders = []
+        for source in (self.index_url, *self.extra_index_urls, *self.find_links):
+            parts = urlsplit(source)
+            if parts.scheme == "file":
+                folders.append(Path(url2pathname(parts.path)))
+            elif source and "://" not in source:
+                folders.append(Path(source))
+        return [Path(os.path.realpath(f)) for f in folders]
+
+    def writable_source(self, roots: Iterable[Path | None]) -> str | None:
+        """Why a local source lies where a sandbox can write (one of ``roots``: its
+        workspace, its kernel folder) or holds such a place, else None: code in the sandbox
+        could plant a wheel there (or a source tree one names), and the host would install
+        it."""
+        real = [Path(os.path.realpath(r)) for r in roots if r is not None]
+        for folder in self.local_folders():
+            for root in real:
+                if folder.is_relative_to(root) or root.is_relative_to(folder):
+                    return (
+                        f"the wheel folder {str(folder)[:200]} overlaps {str(root)[:200]}, "
+                        "where the sandbox can write (it could plant wheels there); use a "
+                        "folder outside the workspace"
+                    )
+        return None
 
     def pip_options(self) -> list[str]:
         """pip's index options for exactly these sources (and no other)."""

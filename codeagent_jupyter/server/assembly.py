@@ -93,11 +93,15 @@ def build_session_agent(
 
 
 def install_tool(manager: Any, sandbox: Any) -> Any:
-    """``install_packages`` under ``c.CodeAgent.packages``; None when installs are off."""
+    """``install_packages`` under ``c.CodeAgent.packages``; None when installs are off.
+    Every session's sandbox writes somewhere under the server's root, so no wheel folder
+    may lie there."""
     policy = manager.settings.package_policy()
     if policy is None:
         return None
-    return InstallTool(sandbox, Installer(policy), approval=policy.approval)
+    return InstallTool(
+        sandbox, Installer(policy), approval=policy.approval, writable=[manager.root_dir]
+    )
 
 
 def store_of(manager: Any, owner: str) -> SnapshotStore:

@@ -66,10 +66,20 @@ class InstallTool:
     restored by ``restore``), name -> version.
     """
 
-    def __init__(self, sandbox: Any, installer: Installer, *, approval: str = "ask") -> None:
+    def __init__(
+        self,
+        sandbox: Any,
+        installer: Installer,
+        *,
+        approval: str = "ask",
+        writable: Iterable[Path] = (),
+    ) -> None:
         self.sandbox = sandbox
         self.installer = installer
         self.approval = approval
+        self.writable = list(writable)
+        """Where other sandboxes can write (a server's root), beside this one's own
+        workspace and kernel folder: no wheel folder of the policy may overlap them."""
         self.installed: dict[str, dict[str, Any]] = {}
 
     @property
@@ -88,14 +98,17 @@ class InstallTool:
         overlay = await self._overlay()
         versions = {n: str(p["version"]) for n, p in self.installed.items()}
         plan = await self.installer.plan(args["packages"], versions)
-        if not plan.wheels:
-            return ToolOutcome(text="Already installed: " + ", ".join(args["packages"]))
-        if self.approval == "ask":
-            approve = ctx.approve if ctx is not None else None
-            details = {**args, "install": plan.describe(), "size_bytes": plan.size_bytes}
-            if approve is None or not await approve(NAME, details):
-                return ToolOutcome.denied()
-        return await self._install(plan, overlay)
+        try:
+            if not plan.wheels:
+                return ToolOutcome(text="Already installed: " + ", ".join(args["packages"]))
+            if self.approval == "ask":
+                approve = ctx.approve if ctx is not None else None
+                details = {**args, "install": plan.describe(), "size_bytes": plan.size_bytes}
+                if approve is None or not await approve(NAME, details):
+                    return ToolOutcome.denied()
+            return await self._install(plan, overlay)
+        finally:
+            plan.discard()  # denied or failed: nothing of it stays in the cache
 
     async def install_now(self, packages: list[str]) -> list[dict[str, Any]]:
         """Install ``packages`` at the user's request (their request is the approval):
@@ -104,9 +117,12 @@ class InstallTool:
         overlay = await self._overlay()
         versions = {n: str(p["version"]) for n, p in self.installed.items()}
         plan = await self.installer.plan(list(packages), versions)
-        if not plan.wheels:
-            return []
-        outcome = await self._install(plan, overlay)
+        try:
+            if not plan.wheels:
+                return []
+            outcome = await self._install(plan, overlay)
+        finally:
+            plan.discard()
         return list(outcome.packages or [])
 
     async def restore(self, recorded: Iterable[Mapping[str, Any]]) -> str:
@@ -143,6 +159,8 @@ class InstallTool:
                 "another kernel manager); only the local sandbox can get packages"
             )
         overlay = Path(overlay)
+        roots = [getattr(sandbox, "workdir", None), overlay.parent, *self.writable]
+        self.installer.refuse_writable_sources(roots)
         overlay.mkdir(mode=0o755, exist_ok=True)
         if overlay.is_symlink() or not overlay.is_dir():  # writes would follow it elsewhere
             raise ToolError(f"{NAME}: the sandbox's package folder is not a plain folder")

@@ -132,6 +132,8 @@ class PackageIndex:
         self.unsized: set[str] = set()
         self.sent: dict[str, int] = {}
         """Body bytes written per file name (what a client that aborts did not read)."""
+        self.sent_total: dict[str, int] = {}
+        """Body bytes written per file name over all its requests."""
         self._server: ThreadingHTTPServer | None = None
         self.requests = 0
         self.log: list[tuple[str, str]] = []
@@ -237,6 +239,8 @@ class PackageIndex:
                             self.close_connection = True
                             break
                         index.sent[path.name] += len(block)
+                        total = index.sent_total.get(path.name, 0)
+                        index.sent_total[path.name] = total + len(block)
 
         self._server = ThreadingHTTPServer(
             ("127.0.0.1", 0), partial(Handler, directory=str(self.root))

@@ -174,15 +174,19 @@ async def test_a_package_in_the_overlay_never_runs_in_the_servers_pip(
     assert not marker.exists()
 
 
-async def test_restore_needs_no_pip_from_the_cache_or_the_recorded_url(
+async def test_restore_comes_from_the_cache_or_todays_index_never_the_recorded_url(
     served, tmp_path: Path
 ) -> None:
-    """A resume reinstalls from the shared cache by sha256; with the cache emptied, from
-    the recorded URL — pip is never started (it would read the index's project pages)."""
+    """A resume reinstalls from the shared cache by sha256 (nothing asked of the index);
+    with the cache emptied, from today's index by name, version and sha256: the recorded
+    URL is not what is fetched."""
     installer = _installer(served)
     plan = await installer.plan(["tinydep==1.0"], {})
     recorded = [w.to_dict() for w in plan.wheels]
     assert recorded[0]["url"].endswith("/files/" + recorded[0]["filename"])
+    first = tmp_path / "first"
+    first.mkdir()
+    await installer.install(plan, first)  # an installed wheel is what joins the cache
     served.index.log.clear()
     cached = tmp_path / "from-cache"
     cached.mkdir()
@@ -190,11 +194,13 @@ async def test_restore_needs_no_pip_from_the_cache_or_the_recorded_url(
     assert (cached / "tinydep" / "__init__.py").is_file()
     assert served.index.log == []  # nothing asked of the index at all
     shutil.rmtree(served.cache)
-    fetched = tmp_path / "from-url"
+    fetched = tmp_path / "from-index"
     fetched.mkdir()
+    recorded[0]["url"] = "http://127.0.0.1:9/elsewhere/" + recorded[0]["filename"]
     await _installer(served).restore(recorded, fetched)
     assert (fetched / "tinydep" / "__init__.py").is_file()
-    assert served.index.log == [("GET", "/files/" + recorded[0]["filename"])]
+    assert ("GET", "/simple/tinydep/") in served.index.log
+    assert served.index.body_gets(recorded[0]["filename"]) == 1
 
 
 async def test_a_set_recorded_before_urls_were_kept_still_reinstalls(
