@@ -17,7 +17,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ..config import VISION_MODES, AgentConfig, ModelSettings, SandboxLimits
+from ..config import NETWORK_MODES, VISION_MODES, AgentConfig, ModelSettings, SandboxLimits
 from ..errors import ConfigError
 
 Flags = Any
@@ -257,13 +257,59 @@ def add_limits(parser: Flags) -> None:
             help=f"{SandboxLimits.help(f.name)} (default: {f.default})",
         )
     parser.add_argument(
-        "--network", choices=("none", "host"), default="none", help=SandboxLimits.help("network")
+        "--network",
+        choices=NETWORK_MODES,
+        default="none",
+        help="none: its own empty network namespace (the default); host: the machine's "
+        "network; policy: only through the egress broker, under --allow-domain and "
+        "--egress-policy",
+    )
+    add_egress(parser)
+
+
+def add_egress(parser: Flags) -> None:
+    """``--allow-domain`` (repeatable) and ``--egress-policy FILE`` for ``--network policy``."""
+    parser.add_argument(
+        "--allow-domain",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="with --network policy: a host the sandbox may reach (*.example.org for names "
+        "below it); repeatable",
+    )
+    parser.add_argument(
+        "--egress-policy",
+        type=Path,
+        metavar="FILE",
+        help="with --network policy: a JSON egress policy (allow, deny, default, methods, "
+        "ports, max_response_mb, max_session_mb, rate_per_minute, allow_ranges); see "
+        "docs/security.md",
     )
 
 
+def egress_policy(args: argparse.Namespace) -> Any:
+    """The ``EgressPolicy`` the flags choose, or None unless ``--network policy``;
+    ``ConfigError`` (one line) for a bad file or flags without ``--network policy``."""
+    from ..egress import EgressPolicy, PolicyError
+
+    file, hosts = getattr(args, "egress_policy", None), getattr(args, "allow_domain", [])
+    if getattr(args, "network", "none") != "policy":
+        if file or hosts:
+            raise ConfigError("--allow-domain and --egress-policy need --network policy")
+        return None
+    try:
+        policy = EgressPolicy.from_file(file) if file else EgressPolicy()
+        return policy.with_allowed(tuple(hosts)) if hosts else policy
+    except PolicyError as e:
+        raise ConfigError(str(e)) from None
+
+
 def limits_from(args: argparse.Namespace) -> SandboxLimits:
-    values = {f.name: getattr(args, f.name) for f in fields(SandboxLimits) if f.name != "network"}
-    return SandboxLimits(**values, network=args.network == "host")
+    skip = ("network", "egress_broker")
+    values = {f.name: getattr(args, f.name) for f in fields(SandboxLimits) if f.name not in skip}
+    return SandboxLimits(
+        **values, network=args.network == "host", egress_broker=args.network == "policy"
+    )
 
 
 def positive_int(text: str) -> int:
