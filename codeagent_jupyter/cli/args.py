@@ -222,13 +222,24 @@ def add_isolation(parser: Flags) -> None:
 
 
 def make_sandbox(
-    args: argparse.Namespace, workdir: Path, limits: SandboxLimits | None = None
+    args: argparse.Namespace,
+    workdir: Path,
+    limits: SandboxLimits | None = None,
+    on_egress: Any = None,
 ) -> Any:
-    """An unstarted sandbox from the backend the flags chose (local unless --gateway-url)."""
+    """An unstarted sandbox from the backend the flags chose (local unless --gateway-url).
+
+    Under ``--network policy`` its broker applies the egress flags and tells ``on_egress``
+    each request (a ``NetworkLog``); the broker runs beside a local kernel only."""
     from ..sandbox.backend import make_backend
 
     kind = "gateway" if args.gateway_url else "local"
-    backend = make_backend(kind, args.gateway_url, allow_unconfined=args.isolation == "none")
+    options: dict[str, Any] = {"allow_unconfined": args.isolation == "none"}
+    if getattr(args, "network", "none") == "policy":
+        if kind == "gateway":
+            raise ConfigError("--network policy needs a local sandbox (not --gateway-url)")
+        options.update(egress=egress_policy(args), on_egress=on_egress)
+    backend = make_backend(kind, args.gateway_url, **options)
     return backend.create(workdir, limits or SandboxLimits())
 
 

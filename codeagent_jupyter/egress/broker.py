@@ -8,7 +8,8 @@ first on its own (keep-alive pipelining, re-resolving a name, following redirect
 
 Every request, allowed or refused, is reported once to ``on_request`` as a dict with
 ``method``, ``url``, ``status``, ``bytes_up``, ``bytes_down``, ``sha256`` (of the response
-body; empty for a tunnel, whose bytes are encrypted) and ``rule``. Refusals reach the
+body; empty for a tunnel, whose bytes are encrypted), ``rule`` and ``allowed`` (the
+policy let it through; a cut at a cap is said in ``rule``). Refusals reach the
 sandbox as an HTTP status with one line saying which rule.
 """
 
@@ -127,7 +128,7 @@ class Broker:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         record: dict[str, Any] = {"method": "", "url": "", "status": 0, "bytes_up": 0}
-        record.update(bytes_down=0, sha256="", rule="")
+        record.update(bytes_down=0, sha256="", rule="", allowed=False)
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.head_timeout)
         except TimeoutError:
@@ -149,7 +150,7 @@ class Broker:
             upstream = await self._connect(request.host, request.port)
         except _Refused as e:
             return await self._refuse(writer, record, e.status, e.rule)
-        record["rule"] = verdict.rule
+        record.update(rule=verdict.rule, allowed=True)
         up_reader, up_writer = upstream
         try:
             if request.method == "CONNECT":
@@ -179,7 +180,7 @@ class Broker:
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """Resolve once, refuse any private answer, connect to the address checked."""
         try:
-            addresses = await resolve(host, port, self.policy.hosts)
+            addresses = await resolve(host.strip("[]"), port, self.policy.hosts)
         except (OSError, ValueError) as e:
             raise _Refused(502, f"cannot resolve {host}: {e}") from None
         for address in addresses:

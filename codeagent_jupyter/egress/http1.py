@@ -75,6 +75,8 @@ def parse(head: bytes) -> Request:
     if len(parts) != 3 or parts[2] not in ("HTTP/1.0", "HTTP/1.1"):
         raise BadRequest(400, "malformed request line")
     method, target, _ = parts
+    if any(ord(c) < 0x21 or ord(c) >= 0x7F for c in target):
+        raise BadRequest(400, "control or non-ASCII characters in the request target")
     if not _METHOD.match(method):
         raise BadRequest(400, "malformed method")
     headers = _headers(lines[1:])
