@@ -23,6 +23,7 @@ from jupyter_client import AsyncKernelManager
 from jupyter_client.kernelspec import NoSuchKernel
 
 from ..config import SandboxLimits
+from ..core.netlog import NetworkLog
 from ..core.ports import ExecResult, OutputCallback
 from ..egress.broker import OnRequest
 from ..egress.policy import Approver, EgressPolicy
@@ -85,8 +86,12 @@ class Sandbox(CellRunner):
         """The broker of ``--network policy`` (``limits.egress_broker``): ``egress`` is its
         policy (default: nothing allowed, unlisted hosts asked of ``approve_egress``), and
         ``on_egress`` receives each request it saw, allowed or denied."""
+        self.network_log = NetworkLog() if on_egress is None else None
+        """Where the broker's records go when no ``on_egress`` was given (a pooled sandbox
+        made before its session): the session ``attach``es its bus to it."""
         if self.limits.egress_broker and not self.limits.network:
-            self.egress = EgressLink(egress or EgressPolicy(), on_egress, approve_egress)
+            report = on_egress if on_egress is not None else self.network_log
+            self.egress = EgressLink(egress or EgressPolicy(), report, approve_egress)
         self.enforcement: dict[str, Any] = {}
         self._km: Any = None
         self._kc: Any = None
