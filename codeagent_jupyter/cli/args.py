@@ -316,6 +316,8 @@ def egress_policy(args: argparse.Namespace) -> Any:
 
 
 def limits_from(args: argparse.Namespace) -> SandboxLimits:
+    """The limits the flags chose; bad egress flags fail here, before any sandbox starts."""
+    egress_policy(args)
     skip = ("network", "egress_broker")
     values = {f.name: getattr(args, f.name) for f in fields(SandboxLimits) if f.name not in skip}
     return SandboxLimits(
