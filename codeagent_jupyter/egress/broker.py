@@ -31,7 +31,8 @@ from .policy import Approver, EgressPolicy
 
 log = logging.getLogger(__name__)
 MIB = 1024 * 1024
-CHUNK = 64 * 1024
+CHUNK = 256 * 1024
+"""Bytes relayed per read: large enough that a 1 MiB body takes a few loop turns."""
 _PHRASES = {
     400: "Bad Request",
     403: "Forbidden",
@@ -110,6 +111,7 @@ class Broker:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
+        writer.transport.set_write_buffer_limits(high=CHUNK * 4)
         self._active += 1
         try:
             if self._active > self.max_connections:
@@ -189,7 +191,7 @@ class Broker:
                 raise _Refused(403, f"address refused: {why}")
         try:
             return await asyncio.wait_for(
-                asyncio.open_connection(str(addresses[0]), port, limit=http1.MAX_HEAD * 2),
+                asyncio.open_connection(str(addresses[0]), port, limit=CHUNK * 4),
                 self.connect_timeout,
             )
         except (OSError, TimeoutError) as e:
