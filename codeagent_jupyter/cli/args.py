@@ -238,7 +238,10 @@ def make_sandbox(
     if getattr(args, "network", "none") == "policy":
         if kind == "gateway":
             raise ConfigError("--network policy needs a local sandbox (not --gateway-url)")
+        from .egress_ask import terminal_approver
+
         options.update(egress=egress_policy(args), on_egress=on_egress)
+        options["approve_egress"] = terminal_approver()
     backend = make_backend(kind, args.gateway_url, **options)
     return backend.create(workdir, limits or SandboxLimits())
 

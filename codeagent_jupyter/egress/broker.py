@@ -27,7 +27,7 @@ from typing import Any
 
 from . import http1
 from .addresses import networks, refusal, resolve
-from .policy import Approver, EgressPolicy
+from .policy import Approver, EgressPolicy, Verdict
 
 log = logging.getLogger(__name__)
 MIB = 1024 * 1024
@@ -72,6 +72,7 @@ class Broker:
         idle_timeout: float = 30.0,
         connect_timeout: float = 10.0,
         max_connections: int = 32,
+        ask_timeout: float = 300.0,
     ) -> None:
         self.policy = policy
         self.path = Path(path)
@@ -81,6 +82,10 @@ class Broker:
         self.idle_timeout = idle_timeout
         self.connect_timeout = connect_timeout
         self.max_connections = max_connections
+        self.ask_timeout = ask_timeout
+        self._answers: dict[str, Verdict] = {}
+        """Answers given "for this session" (and denials), by host name."""
+        self._asking = asyncio.Lock()
         self.session_bytes = 0
         self.records: list[dict[str, Any]] = []
         self._ranges = networks(policy.allow_ranges)
@@ -145,7 +150,9 @@ class Broker:
             return await self._refuse(writer, record, e.status, e.reason)
         record.update(method=request.method, url=request.url)
         try:
-            verdict = self.policy.decide(request.host, request.port, request.method, self.approve)
+            verdict = self.policy.decide(request.host, request.port, request.method)
+            if verdict.ask:
+                verdict = await self._asked(request.host, verdict)
             if not verdict.allowed:
                 raise _Refused(verdict.status, verdict.rule)
             self._spend_token()
@@ -165,6 +172,31 @@ class Broker:
         finally:
             up_writer.close()
             self._report(record)
+
+    async def _asked(self, host: str, verdict: Verdict) -> Verdict:
+        """The user's answer for ``host`` (remembered for the session when they say so);
+        one question at a time; no approver, no answer in time: the verdict as it was."""
+        host = host.lower().rstrip(".")
+        if host in self._answers:
+            return self._answers[host]
+        if self.approve is None:
+            return verdict
+        async with self._asking:
+            if host in self._answers:
+                return self._answers[host]
+            try:
+                answer = await asyncio.wait_for(self.approve(host), self.ask_timeout)
+            except TimeoutError:
+                return Verdict(False, f"default ask: no answer about {host} in time", 403)
+        if answer == "once":
+            return Verdict(True, f"approved {host} once")
+        if answer == "session":
+            self._answers[host] = Verdict(True, f"approved {host} for this session")
+            return self._answers[host]
+        if answer == "deny":
+            self._answers[host] = Verdict(False, f"denied {host} by the user", 403)
+            return self._answers[host]
+        return verdict
 
     def _spend_token(self) -> None:
         now = time.monotonic()

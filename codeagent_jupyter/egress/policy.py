@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from typing import Any
 from .addresses import networks
 
 DEFAULTS = ("ask", "deny")
+NOBODY_TO_ASK = "default ask: nobody to ask in a non-interactive run"
 _HOST = re.compile(r"^(\*|(\*\.)?[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?|\[?[0-9a-f:.]+\]?)$")
 _METHOD = re.compile(r"^[A-Z]{1,16}$")
 _KEYS = {
@@ -42,9 +43,10 @@ _KEYS = {
     "hosts",
 }
 
-Approver = Callable[[str], "bool | None"]
-"""Asked about an unlisted host under ``default: ask``: True allows it for the session,
-False denies it, None when nobody could answer. Keyed by the host the broker checked."""
+Approver = Callable[[str], Awaitable["str | None"]]
+"""Asked about an unlisted host under ``default: ask``: ``"once"``, ``"session"`` (allowed
+until the sandbox ends), ``"deny"``, or None when nobody could answer. Keyed by the host
+the request names, as the broker checked it: never by anything the model chose."""
 
 
 class PolicyError(ValueError):
@@ -58,6 +60,9 @@ class Verdict:
     allowed: bool
     rule: str
     status: int = 200
+    ask: bool = False
+    """Refused only because nobody was asked yet (``default: ask``): a broker with an
+    approver asks, one without denies with this verdict's rule."""
 
 
 @dataclass(frozen=True)
@@ -152,7 +157,7 @@ class EgressPolicy:
         data["hosts"] = dict(self.hosts)
         return data
 
-    def decide(self, host: str, port: int, method: str, approve: Approver | None = None) -> Verdict:
+    def decide(self, host: str, port: int, method: str) -> Verdict:
         """The verdict for ``method`` to ``host:port`` by name (addresses are judged later)."""
         host = host.lower().rstrip(".")
         for pattern in self.deny:
@@ -167,12 +172,7 @@ class EgressPolicy:
             if matches(pattern, host):
                 return Verdict(True, f"allow {pattern}")
         if self.default == "ask":
-            answer = approve(host) if approve is not None else None
-            if answer is None:
-                return Verdict(False, "default ask: nobody to ask in a non-interactive run", 403)
-            if answer:
-                return Verdict(True, f"approved {host} for this session")
-            return Verdict(False, f"denied {host} by the user", 403)
+            return Verdict(False, NOBODY_TO_ASK, 403, ask=True)
         return Verdict(False, "default deny", 403)
 
 

@@ -125,3 +125,37 @@ async def test_methods_outside_the_list_are_refused(broker: Broker, port: int) -
     assert out.startswith(b"HTTP/1.1 403") and b"methods GET, HEAD" in out
     out = await _ask(broker, f"CONNECT data.test:{port} HTTP/1.1\r\n\r\n".encode())
     assert out.startswith(b"HTTP/1.1 403")  # a tunnel's method cannot be seen: no CONNECT
+
+
+async def test_answers_bind_to_the_host_asked_about(tmp_path: Path, port: int) -> None:
+    """``default: ask``: the approver is asked by host; "session" is remembered for that
+    host only, "once" is not, "deny" refuses; with no approver nobody is asked."""
+    asked: list[str] = []
+    answers = {"data.test": "session", "once.test": "once", "no.test": "deny"}
+
+    async def approve(host: str) -> str | None:
+        asked.append(host)
+        return answers.get(host)
+
+    pinned = {name: "127.0.0.2" for name in answers}
+    policy = EgressPolicy.from_dict(
+        {"ports": [port], "allow_ranges": ["127.0.0.2/32"], "hosts": pinned}
+    )
+    broker = Broker(policy, tmp_path / "a.sock", approve=approve)
+    await broker.start()
+    try:
+        for host in ("data.test", "data.test", "once.test", "once.test", "no.test", "no.test"):
+            await _ask(broker, _get(port, host=host))
+    finally:
+        await broker.close()
+    assert asked == ["data.test", "once.test", "once.test", "no.test"]
+    rules = [r["rule"] for r in broker.records]
+    assert rules == [
+        "approved data.test for this session",
+        "approved data.test for this session",
+        "approved once.test once",
+        "approved once.test once",
+        "denied no.test by the user",
+        "denied no.test by the user",
+    ]
+    assert [r["status"] for r in broker.records] == [200, 200, 200, 200, 403, 403]
