@@ -159,3 +159,32 @@ async def test_answers_bind_to_the_host_asked_about(tmp_path: Path, port: int) -
         "denied no.test by the user",
     ]
     assert [r["status"] for r in broker.records] == [200, 200, 200, 200, 403, 403]
+
+
+class _Rebinding(dict):  # type: ignore[type-arg]
+    """A name whose first answer is public and every later one our origin on loopback: what
+    a DNS rebinding server does between a proxy's check and its connect."""
+
+    def __init__(self) -> None:
+        super().__init__({"rebind.test": ""})
+        self.lookups = 0
+
+    def __getitem__(self, name: str) -> str:
+        self.lookups += 1
+        return "93.184.216.34" if self.lookups == 1 else "127.0.0.2"
+
+
+async def test_a_name_is_resolved_once_and_the_checked_address_is_used(
+    tmp_path: Path, port: int
+) -> None:
+    hosts = _Rebinding()
+    policy = EgressPolicy(allow=("rebind.test",), ports=(port,), hosts=hosts)
+    broker = Broker(policy, tmp_path / "r.sock", connect_timeout=3)
+    await broker.start()
+    try:
+        out = await _ask(broker, _get(port, host="rebind.test"))
+    finally:
+        await broker.close()
+    assert hosts.lookups == 1
+    assert CSV.encode() not in out and out.startswith(b"HTTP/1.1 502"), out
+    assert b"cannot connect to rebind.test" in out

@@ -264,6 +264,25 @@ async def test_https_goes_through_an_uninspected_tunnel(net: Any, servers: Any) 
     assert rec["bytes_down"] > len(CSV)
 
 
+async def test_pip_inside_cannot_download(net: Any) -> None:
+    """pip inside has the proxy, but no index: installs go through install_packages."""
+    sb, records = net
+    before = len(records)
+    out = await _run(
+        sb,
+        """
+        import subprocess, sys
+        done = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "-d", "/tmp/dl", "tinyapp"],
+            capture_output=True, text=True, timeout=120,
+        )
+        print("exit", done.returncode)
+    """,
+    )
+    assert "exit 0" not in out
+    assert all("pypi" not in r["url"] for r in records[before:])
+
+
 async def test_two_sandboxes_cannot_reach_each_others_broker(
     net: Any, servers: Any, tmp_path: Path
 ) -> None:
