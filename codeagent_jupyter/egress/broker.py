@@ -3,8 +3,9 @@
 An asyncio server of our own rather than a proxy library: what it must do is small (one
 request per connection, no caching, no TLS interception) and what it must refuse is the
 point: every decision (policy by name, addresses after our own resolution, ports,
-methods, bytes, rate, time) sits in this one file, with nothing a library would do
-first on its own (keep-alive pipelining, re-resolving a name, following redirects).
+methods, rate, approvals) sits in this file and the byte moving under limits in
+``relay.py``, with nothing a library would do first on its own (keep-alive pipelining,
+re-resolving a name, following redirects).
 
 Every request, allowed or refused, is reported once to ``on_request`` as a dict with
 ``method``, ``url``, ``status``, ``bytes_up``, ``bytes_down``, ``sha256`` (of the response
@@ -17,10 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,32 +29,14 @@ from typing import Any
 from . import http1
 from .addresses import networks, refusal, resolve
 from .policy import Approver, EgressPolicy, Verdict
+from .relay import CHUNK, MIB, Refused, Relaying, answer
 
 log = logging.getLogger(__name__)
-MIB = 1024 * 1024
-CHUNK = 256 * 1024
-"""Bytes relayed per read: large enough that a 1 MiB body takes a few loop turns."""
-_PHRASES = {
-    400: "Bad Request",
-    403: "Forbidden",
-    408: "Request Timeout",
-    411: "Length Required",
-    429: "Too Many Requests",
-    431: "Request Header Fields Too Large",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-}
 OnRequest = Callable[[dict[str, Any]], None]
+RECORDS_KEPT = 1000
 
 
-class _Refused(Exception):
-    def __init__(self, status: int, rule: str) -> None:
-        super().__init__(rule)
-        self.status, self.rule = status, rule
-
-
-class Broker:
+class Broker(Relaying):
     """One sandbox's broker: its policy, its socket, its byte and rate budgets.
 
     ``head_timeout``: seconds a client has to send its request head (a slow client is
@@ -87,7 +70,8 @@ class Broker:
         """Answers given "for this session" (and denials), by host name."""
         self._asking = asyncio.Lock()
         self.session_bytes = 0
-        self.records: list[dict[str, Any]] = []
+        self.records: deque[dict[str, Any]] = deque(maxlen=RECORDS_KEPT)
+        """The latest records (the full record went to ``on_request``)."""
         self._ranges = networks(policy.allow_ranges)
         self._tokens = float(policy.rate_per_minute)
         self._refilled = time.monotonic()
@@ -120,7 +104,7 @@ class Broker:
         self._active += 1
         try:
             if self._active > self.max_connections:
-                await _answer(writer, 503, f"more than {self.max_connections} connections at once")
+                await answer(writer, 503, f"more than {self.max_connections} connections at once")
             else:
                 await self._handle(reader, writer)
         except (ConnectionError, asyncio.CancelledError):
@@ -154,10 +138,10 @@ class Broker:
             if verdict.ask:
                 verdict = await self._asked(request.host, verdict)
             if not verdict.allowed:
-                raise _Refused(verdict.status, verdict.rule)
+                raise Refused(verdict.status, verdict.rule)
             self._spend_token()
             upstream = await self._connect(request.host, request.port)
-        except _Refused as e:
+        except Refused as e:
             return await self._refuse(writer, record, e.status, e.rule)
         record.update(rule=verdict.rule, allowed=True)
         up_reader, up_writer = upstream
@@ -166,7 +150,7 @@ class Broker:
                 await self._tunnel(reader, writer, up_reader, up_writer, record)
             else:
                 await self._forward(request, head, reader, writer, up_reader, up_writer, record)
-        except _Refused as e:
+        except Refused as e:
             record["rule"] += f"; cut: {e.rule}"
             record["status"] = record["status"] or e.status
         finally:
@@ -204,10 +188,10 @@ class Broker:
         self._tokens = min(rate, self._tokens + (now - self._refilled) * rate / 60)
         self._refilled = now
         if self._tokens < 1:
-            raise _Refused(429, f"rate_per_minute {rate}")
+            raise Refused(429, f"rate_per_minute {rate}")
         self._tokens -= 1
         if self.session_bytes >= self.policy.max_session_mb * MIB:
-            raise _Refused(403, f"max_session_mb {self.policy.max_session_mb:g} used up")
+            raise Refused(403, f"max_session_mb {self.policy.max_session_mb:g} used up")
 
     async def _connect(
         self, host: str, port: int
@@ -216,140 +200,18 @@ class Broker:
         try:
             addresses = await resolve(host.strip("[]"), port, self.policy.hosts)
         except (OSError, ValueError) as e:
-            raise _Refused(502, f"cannot resolve {host}: {e}") from None
+            raise Refused(502, f"cannot resolve {host}: {e}") from None
         for address in addresses:
             why = refusal(address, self._ranges)
             if why:
-                raise _Refused(403, f"address refused: {why}")
+                raise Refused(403, f"address refused: {why}")
         try:
             return await asyncio.wait_for(
                 asyncio.open_connection(str(addresses[0]), port, limit=CHUNK * 4),
                 self.connect_timeout,
             )
         except (OSError, TimeoutError) as e:
-            raise _Refused(502, f"cannot connect to {host}:{port}: {e or 'timed out'}") from None
-
-    async def _forward(
-        self,
-        request: http1.Request,
-        head: bytes,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        up_reader: asyncio.StreamReader,
-        up_writer: asyncio.StreamWriter,
-        record: dict[str, Any],
-    ) -> None:
-        """One request upstream as HTTP/1.0 with ``Connection: close``; the response back."""
-        authority = request.host if request.port == 80 else f"{request.host}:{request.port}"
-        lines = [f"{request.method} {request.path} HTTP/1.0", f"Host: {authority}"]
-        lines += [f"{k}: {v}" for k, v in request.headers if k.lower() not in http1.HOP_BY_HOP]
-        lines.append("Connection: close")
-        sent = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        up_writer.write(sent)
-        record["bytes_up"] = len(sent)
-        left = request.body_length
-        while left > 0:
-            chunk = await self._read(reader, min(CHUNK, left))
-            if not chunk:
-                return
-            left -= len(chunk)
-            record["bytes_up"] += len(chunk)
-            self._count(len(chunk), record)
-            up_writer.write(chunk)
-            await self._drain(up_writer)
-        try:
-            answer = await asyncio.wait_for(up_reader.readuntil(b"\r\n\r\n"), self.idle_timeout)
-        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            await _answer(writer, 502, f"no valid response from {request.host}")
-            record.update(status=502, rule=record["rule"] + "; no valid response upstream")
-            return
-        status, expected = _response_shape(answer, request.method)
-        record["status"] = status
-        writer.write(answer)
-        record["bytes_down"] = len(answer)
-        body = hashlib.sha256()
-        cap = int(self.policy.max_response_mb * MIB)
-        size = 0
-        try:
-            while expected is None or size < expected:
-                want = CHUNK if expected is None else min(CHUNK, expected - size)
-                chunk = await self._read(up_reader, want)
-                if not chunk:
-                    break
-                if size + len(chunk) > cap:
-                    chunk = chunk[: cap - size]
-                    record["rule"] += f"; cut at max_response_mb {self.policy.max_response_mb:g}"
-                    size += len(chunk)
-                    body.update(chunk)
-                    writer.write(chunk)
-                    break
-                size += len(chunk)
-                body.update(chunk)
-                self._count(len(chunk), record)
-                writer.write(chunk)
-                await self._drain(writer)
-        except _Refused as e:
-            record["rule"] += f"; cut: {e.rule}"
-        record["bytes_down"] += size
-        record["sha256"] = body.hexdigest()
-
-    async def _tunnel(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        up_reader: asyncio.StreamReader,
-        up_writer: asyncio.StreamWriter,
-        record: dict[str, Any],
-    ) -> None:
-        """Bytes both ways, uninspected, within the response cap, the session cap and time."""
-        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        record["status"] = 200
-        cap = int(self.policy.max_response_mb * MIB)
-
-        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter, key: str) -> None:
-            while True:
-                chunk = await self._read(src, CHUNK)
-                if not chunk:
-                    if dst.can_write_eof():
-                        dst.write_eof()
-                    return
-                if key == "bytes_down" and record[key] + len(chunk) > cap:
-                    record["rule"] += f"; cut at max_response_mb {self.policy.max_response_mb:g}"
-                    raise _Refused(403, "max_response_mb")
-                record[key] += len(chunk)
-                self._count(len(chunk), record)
-                dst.write(chunk)
-                await self._drain(dst)
-
-        ups = asyncio.ensure_future(pump(reader, up_writer, "bytes_up"))
-        downs = asyncio.ensure_future(pump(up_reader, writer, "bytes_down"))
-        try:
-            await asyncio.wait({downs}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (ups, downs):
-                task.cancel()
-            for task in (ups, downs):
-                with contextlib.suppress(BaseException):
-                    await task
-        with contextlib.suppress(BaseException):
-            downs.result()
-
-    async def _read(self, stream: asyncio.StreamReader, size: int) -> bytes:
-        try:
-            return await asyncio.wait_for(stream.read(size), self.idle_timeout)
-        except TimeoutError:
-            raise _Refused(504, f"idle for {self.idle_timeout:g} s") from None
-
-    async def _drain(self, stream: asyncio.StreamWriter) -> None:
-        try:
-            await asyncio.wait_for(stream.drain(), self.idle_timeout)
-        except TimeoutError:
-            raise _Refused(408, f"client did not read for {self.idle_timeout:g} s") from None
-
-    def _count(self, size: int, record: dict[str, Any]) -> None:
-        self.session_bytes += size
-        if self.session_bytes > self.policy.max_session_mb * MIB:
-            raise _Refused(403, f"max_session_mb {self.policy.max_session_mb:g} used up")
+            raise Refused(502, f"cannot connect to {host}:{port}: {e or 'timed out'}") from None
 
     async def _refuse(
         self, writer: asyncio.StreamWriter, record: dict[str, Any], status: int, rule: str
@@ -357,7 +219,7 @@ class Broker:
         record.update(status=status, rule=rule)
         self._report(record)
         with contextlib.suppress(ConnectionError, TimeoutError):
-            await _answer(writer, status, rule)
+            await answer(writer, status, rule)
 
     def _report(self, record: dict[str, Any]) -> None:
         self.records.append(dict(record))
@@ -366,29 +228,3 @@ class Broker:
                 self.on_request(dict(record))
             except Exception:
                 log.exception("egress record sink failed")
-
-
-def _response_shape(head: bytes, method: str) -> tuple[int, int | None]:
-    """The upstream status, and the body length to relay (None: until it closes)."""
-    lines = head.split(b"\r\n")
-    parts = lines[0].split(b" ", 2)
-    status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 502
-    if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
-        return status, 0
-    for line in lines[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length" and value.strip().isdigit():
-            return status, int(value.strip())
-    return status, None
-
-
-async def _answer(writer: asyncio.StreamWriter, status: int, reason: str) -> None:
-    """The broker's own response: the status and one line naming the rule."""
-    text = f"codeagent egress broker: {status} {reason}\n".encode("utf-8", "replace")
-    head = (
-        f"HTTP/1.1 {status} {_PHRASES.get(status, 'Error')}\r\n"
-        "Content-Type: text/plain; charset=utf-8\r\n"
-        f"Content-Length: {len(text)}\r\nConnection: close\r\n\r\n"
-    )
-    writer.write(head.encode("ascii") + text)
-    await asyncio.wait_for(writer.drain(), 5)
