@@ -49,7 +49,8 @@ from .reader import SessionRecord, load_session, read_session
 
 __all__ = ["OUTPUT_CAP", "NotebookRecorder", "SessionRecord", "load_session", "scrub"]
 
-_NO_SAVE = {"tool_call_started", "usage", "model_retry"}
+_NO_SAVE = {"tool_call_started", "usage", "model_retry", "network_request"}
+"""Events saved with the next step, not on their own (a cell may make many requests)."""
 SAVE_WITHIN = 8
 """A deferred save waits at most this many ``save_delay``s after its first unsaved step."""
 
