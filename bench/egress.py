@@ -64,7 +64,8 @@ for pid in os.listdir("/proc"):
             cmd = open(f"/proc/{pid}/cmdline", "rb").read()
         except OSError:
             continue
-        if b"codeagent_jupyter.sandbox.launcher" in cmd:
+        program = os.path.basename(cmd.split(b"\0")[0])
+        if program.startswith(b"python") and b"codeagent_jupyter.sandbox.launcher" in cmd:
             rss = [l for l in status.splitlines() if l.startswith("VmRSS")]
             print(rss[0].split()[1] if rss else "?")
 """
