@@ -84,6 +84,7 @@ class Relaying:
             return
         status, expected = response_shape(answer, request.method)
         record["status"] = status
+        answer = closing(answer)
         writer.write(answer)
         record["bytes_down"] = len(answer)
         body = hashlib.sha256()
@@ -183,6 +184,19 @@ def response_shape(head: bytes, method: str) -> tuple[int, int | None]:
         if name.strip().lower() == b"content-length" and value.strip().isdigit():
             return status, int(value.strip())
     return status, None
+
+
+_CONNECTION = (b"connection", b"keep-alive", b"proxy-connection")
+
+
+def closing(head: bytes) -> bytes:
+    """The response head with ``Connection: close``: the broker ends every connection after
+    one response, so a client must never take it for one it can reuse."""
+    lines = head.removesuffix(b"\r\n\r\n").split(b"\r\n")
+    kept = [lines[0]] + [
+        line for line in lines[1:] if line.partition(b":")[0].strip().lower() not in _CONNECTION
+    ]
+    return b"\r\n".join([*kept, b"Connection: close"]) + b"\r\n\r\n"
 
 
 async def answer(writer: asyncio.StreamWriter, status: int, reason: str) -> None:
