@@ -73,6 +73,10 @@ def test_run_under_a_policy_prints_and_records_each_request(
     logged = [e for e in notebook.metadata["codeagent"]["events"] if e["type"] == "network_request"]
     assert [(e["status"], e["allowed"]) for e in logged] == [(200, True), (403, False)]
     assert notebook.metadata["codeagent"]["limits"]["egress_broker"] is True
+    [network] = [c for c in notebook.cells if c.metadata["codeagent"].get("kind") == "network"]
+    assert network.source.startswith("**Network:** 2 requests through the egress broker, 1 refused")
+    assert f"GET http://other.test:{port}/x?q=1 refused 403" in network.source
+    assert "\n````text\n" in network.source  # the sandbox's URLs are text, never Markdown
     outputs = json.dumps([c.get("outputs", []) for c in notebook.cells])
     assert "42" in outputs and "403" in outputs  # the sum of the CSV's sales, the refusal
 
