@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -64,7 +65,7 @@ for pid in os.listdir("/proc"):
             cmd = open(f"/proc/{pid}/cmdline", "rb").read()
         except OSError:
             continue
-        program = os.path.basename(cmd.split(b"\0")[0])
+        program = os.path.basename(cmd.split(b"\\0")[0])
         if program.startswith(b"python") and b"codeagent_jupyter.sandbox.launcher" in cmd:
             rss = [l for l in status.splitlines() if l.startswith("VmRSS")]
             print(rss[0].split()[1] if rss else "?")
@@ -119,7 +120,7 @@ async def fetch(
     return json.loads(result.text.strip().splitlines()[-1]), forwarder
 
 
-async def broker_memory(port: int, count: int) -> tuple[int, int]:
+async def broker_memory(port: int, count: int) -> tuple[int, int, int]:
     """RSS growth of this process with ``count`` brokers, each used and holding a client."""
     policy = EgressPolicy.from_dict(
         {
@@ -131,6 +132,7 @@ async def broker_memory(port: int, count: int) -> tuple[int, int]:
     )
     gc.collect()
     before = rss_kib()
+    tracemalloc.start()
     links = [EgressLink(policy, lambda r: None) for _ in range(count)]
     held = []
     for link in links:
@@ -143,11 +145,13 @@ async def broker_memory(port: int, count: int) -> tuple[int, int]:
         held.append(await asyncio.open_unix_connection(str(path)))
     gc.collect()
     after = rss_kib()
+    traced, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
     for _, writer in held:
         writer.close()
     for link in links:
         await link.close()
-    return before, after
+    return before, after, traced
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -177,7 +181,7 @@ async def main(args: argparse.Namespace) -> None:
                 SandboxLimits(egress_broker=True, **base), policy, brokered, args
             )
             cpu = time.process_time() - cpu  # the broker's share, and the sandbox's start
-            before, after = await broker_memory(port, args.brokers)
+            before, after, traced = await broker_memory(port, args.brokers)
     rows = []
     for label, key in ((f"{args.small} small GETs", "small"), (f"1 MiB GET x{args.big}", "big")):
         d, b = host[key], ours[key]
@@ -210,13 +214,19 @@ async def main(args: argparse.Namespace) -> None:
     print()
     print(
         table(
-            ["brokers", "RSS before KiB", "RSS after KiB", "per broker KiB", "forwarder RSS KiB"],
+            [
+                "brokers",
+                "RSS growth KiB",
+                "Python heap KiB (tracemalloc)",
+                "per broker KiB",
+                "forwarder RSS KiB",
+            ],
             [
                 (
                     args.brokers,
-                    before,
-                    after,
-                    f"{(after - before) / args.brokers:.0f}",
+                    after - before,
+                    f"{traced / 1024:.0f}",
+                    f"{traced / 1024 / args.brokers:.0f}",
                     forwarder or "?",
                 )
             ],

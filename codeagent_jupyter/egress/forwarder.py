@@ -20,6 +20,8 @@ PORT = 3128
 SOCKET = "/run/codeagent/egress.sock"
 """Where the launcher binds the broker's socket inside the sandbox."""
 PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+CHUNK = 256 * 1024
+"""Bytes carried per read, and the streams' buffer bound (a few loop turns per MiB)."""
 
 
 def proxy_env(env: MutableMapping[str, str], port: int = PORT) -> None:
@@ -57,7 +59,7 @@ def spawn(listener: socket.socket, path: str = SOCKET) -> int:
 async def _relay(listener: socket.socket, path: str) -> None:
     async def carry(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            broker_reader, broker_writer = await asyncio.open_unix_connection(path)
+            broker_reader, broker_writer = await asyncio.open_unix_connection(path, limit=CHUNK)
         except OSError:
             writer.close()
             return
@@ -67,14 +69,14 @@ async def _relay(listener: socket.socket, path: str) -> None:
         broker_writer.close()
         writer.close()
 
-    server = await asyncio.start_server(carry, sock=listener)
+    server = await asyncio.start_server(carry, sock=listener, limit=CHUNK)
     async with server:
         await server.serve_forever()
 
 
 async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
     try:
-        while chunk := await src.read(64 * 1024):
+        while chunk := await src.read(CHUNK):
             dst.write(chunk)
             await dst.drain()
     finally:
