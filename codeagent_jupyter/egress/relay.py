@@ -161,6 +161,11 @@ class Relaying:
             raise Refused(504, f"idle for {self.idle_timeout:g} s") from None
 
     async def _drain(self, stream: asyncio.StreamWriter) -> None:
+        transport = stream.transport
+        if transport.is_closing():
+            raise ConnectionResetError("the other side closed")
+        if transport.get_write_buffer_size() <= transport.get_write_buffer_limits()[1]:
+            return  # below the high-water mark drain() would not wait: spare its timer task
         try:
             await asyncio.wait_for(stream.drain(), self.idle_timeout)
         except TimeoutError:
