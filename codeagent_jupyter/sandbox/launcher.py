@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import resource
+import stat
 import sys
 from pathlib import Path
 
@@ -105,6 +106,13 @@ def _user(kind: str) -> str:
     return f"uid {os.geteuid()}" + (" (user namespace)" if kind == "unshare" else "")
 
 
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     """Choose and enter the isolation; never returns when it re-executes itself.
 
@@ -148,6 +156,8 @@ def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     network_none = "allowed" if limits.network else "none"
     egress = env.pop(EGRESS_ENV, "") if limits.egress_broker and netns_possible else ""
     env.pop(EGRESS_ENV, None)
+    if egress and not _is_socket(egress):
+        egress = ""  # only a socket is bound read-write into the sandbox, never a file
 
     kind, prefix = "none", list[str]()
     choice = bubblewrap.choose(network=not netns_possible)
