@@ -63,6 +63,11 @@ class SandboxLimits:
     network: bool = _setting(
         False, "Whether the kernel may reach the network; off runs it in its own network namespace."
     )
+    egress_broker: bool = _setting(
+        False,
+        "Network under policy: the kernel keeps its own network namespace and reaches out only "
+        'through the egress broker, which applies the egress policy (network: "policy").',
+    )
     disk_mb: int = _setting(
         1024,
         "Disk the workspace may use, in MiB, counting each file's full length (sparse files "
@@ -82,6 +87,7 @@ class SandboxLimits:
     def from_dict(cls, data: dict[str, Any]) -> SandboxLimits:
         """Build from a (possibly partial, possibly untrusted) dict; unknown keys raise."""
         known = {f.name: f for f in fields(cls)}
+        data = network_mode(data)
         unknown = sorted(set(data) - set(known))
         if unknown:
             raise ValueError(f"unknown limit(s): {', '.join(unknown)}")
@@ -123,6 +129,28 @@ class SandboxLimits:
             if asked < mine:
                 values[name] = asked
         return SandboxLimits(**values)
+
+
+NETWORK_MODES = ("none", "host", "policy")
+"""``--network``: its own empty namespace, the host's network, or the egress broker only."""
+
+
+def network_mode(data: dict[str, Any]) -> dict[str, Any]:
+    """``network`` spelled as a mode (``"none"``, ``"host"``, ``"policy"``) as the two
+    fields it stands for; ``true``/``false`` keep their meaning (host, none)."""
+    mode = data.get("network")
+    if not isinstance(mode, str):
+        return data
+    if mode not in NETWORK_MODES:
+        raise ValueError(f"limit network must be one of {', '.join(NETWORK_MODES)}")
+    return {**data, "network": mode == "host", "egress_broker": mode == "policy"}
+
+
+def network_of(limits: SandboxLimits) -> str:
+    """The mode ``limits`` choose: ``host`` wins over ``policy``, which wins over ``none``."""
+    if limits.network:
+        return "host"
+    return "policy" if limits.egress_broker else "none"
 
 
 _PROMPT_HEAD = """\

@@ -299,6 +299,33 @@ class PackagesInstalled(Event):
 
 
 @dataclass(frozen=True)
+class NetworkRequest(Event):
+    """A request the sandbox sent through its egress broker (``--network policy``), allowed
+    or refused: ``url`` with its query (``host:port`` for an HTTPS tunnel), the ``status``
+    the sandbox got, bytes each way, ``sha256`` of the response body (empty for a tunnel:
+    its bytes are encrypted) and the ``rule`` that decided (``allow data.example.org``,
+    ``default deny``, ``address refused: …``; a cut at a cap is added to it)."""
+
+    type: ClassVar[str] = "network_request"
+    method: str = ""
+    url: str = ""
+    status: int = 0
+    bytes_up: int = 0
+    bytes_down: int = 0
+    sha256: str = ""
+    rule: str = ""
+    allowed: bool = False
+
+    def summary(self) -> str:
+        """One line for people: ``GET http://… 200, 1,024 bytes (allow data.example.org)``,
+        the URL with controls escaped (it is the sandbox's text)."""
+        url = self.url.encode("ascii", "backslashreplace").decode("ascii")
+        url = "".join(c if c.isprintable() else repr(c)[1:-1] for c in url)[:300]
+        word = f"{self.status}" if self.allowed else f"refused {self.status}"
+        return f"{self.method or '?'} {url or '?'} {word}, {self.bytes_down:,} bytes ({self.rule})"
+
+
+@dataclass(frozen=True)
 class HelperEvent(Event):
     """An event of a helper agent started by the ``delegate`` tool call ``parent_tool_call_id``.
 

@@ -16,14 +16,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "codeagent_jupyter"
 
 VOCABULARY = {"events", "errors", "config"}
 BELOW_EDGES = {"vocabulary", "util", "core", "timeline", "models", "sandbox", "tools", "hooks"}
-BELOW_EDGES |= {"record", "packages"}
+BELOW_EDGES |= {"record", "packages", "egress"}
 MAY_IMPORT: dict[str, set[str]] = {
     "vocabulary": set(),
     "util": {"vocabulary"},
     "core": {"vocabulary", "util"},
     "timeline": {"vocabulary", "util"},
     "models": {"vocabulary", "util", "core"},
-    "sandbox": {"vocabulary", "util", "core"},
+    "sandbox": {"vocabulary", "util", "core", "egress"},  # each sandbox's egress broker
+    "egress": {"vocabulary", "util"},  # the broker of --network policy, outside the sandbox
     "tools": {"vocabulary", "util", "core", "packages"},  # install_packages drives pip
     "hooks": {"vocabulary", "util", "core"},
     "packages": {"vocabulary", "util", "core"},  # pip, run for the sandbox, outside it

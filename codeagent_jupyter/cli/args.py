@@ -16,7 +16,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ..config import VISION_MODES, AgentConfig, ModelSettings, SandboxLimits
+from ..config import NETWORK_MODES, VISION_MODES, AgentConfig, ModelSettings, SandboxLimits
 from ..errors import ConfigError
 
 Flags = Any
@@ -226,13 +226,27 @@ def add_isolation(parser: Flags) -> None:
 
 
 def make_sandbox(
-    args: argparse.Namespace, workdir: Path, limits: SandboxLimits | None = None
+    args: argparse.Namespace,
+    workdir: Path,
+    limits: SandboxLimits | None = None,
+    on_egress: Any = None,
 ) -> Any:
-    """An unstarted sandbox from the backend the flags chose (local unless --gateway-url)."""
+    """An unstarted sandbox from the backend the flags chose (local unless --gateway-url).
+
+    Under ``--network policy`` its broker applies the egress flags and tells ``on_egress``
+    each request (a ``NetworkLog``); the broker runs beside a local kernel only."""
     from ..sandbox.backend import make_backend
 
     kind = "gateway" if args.gateway_url else "local"
-    backend = make_backend(kind, args.gateway_url, allow_unconfined=args.isolation == "none")
+    options: dict[str, Any] = {"allow_unconfined": args.isolation == "none"}
+    if getattr(args, "network", "none") == "policy":
+        if kind == "gateway":
+            raise ConfigError("--network policy needs a local sandbox (not --gateway-url)")
+        from .egress_ask import terminal_approver
+
+        options.update(egress=egress_policy(args), on_egress=on_egress)
+        options["approve_egress"] = terminal_approver()
+    backend = make_backend(kind, args.gateway_url, **options)
     return backend.create(workdir, limits or SandboxLimits())
 
 
@@ -262,13 +276,61 @@ def add_limits(parser: Flags) -> None:
             help=f"{SandboxLimits.help(f.name)} (default: {f.default})",
         )
     parser.add_argument(
-        "--network", choices=("none", "host"), default="none", help=SandboxLimits.help("network")
+        "--network",
+        choices=NETWORK_MODES,
+        default="none",
+        help="none: its own empty network namespace (the default); host: the machine's "
+        "network; policy: only through the egress broker, under --allow-domain and "
+        "--egress-policy",
+    )
+    add_egress(parser)
+
+
+def add_egress(parser: Flags) -> None:
+    """``--allow-domain`` (repeatable) and ``--egress-policy FILE`` for ``--network policy``."""
+    parser.add_argument(
+        "--allow-domain",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="with --network policy: a host the sandbox may reach (*.example.org for names "
+        "below it); repeatable",
+    )
+    parser.add_argument(
+        "--egress-policy",
+        type=Path,
+        metavar="FILE",
+        help="with --network policy: a JSON egress policy (allow, deny, default, methods, "
+        "ports, max_response_mb, max_session_mb, rate_per_minute, allow_ranges); see "
+        "docs/security.md",
     )
 
 
+def egress_policy(args: argparse.Namespace) -> Any:
+    """The ``EgressPolicy`` the flags choose, or None unless ``--network policy``;
+    ``ConfigError`` (one line) for a bad file or flags without ``--network policy``."""
+    from ..egress import EgressPolicy, PolicyError
+
+    file, hosts = getattr(args, "egress_policy", None), getattr(args, "allow_domain", [])
+    if getattr(args, "network", "none") != "policy":
+        if file or hosts:
+            raise ConfigError("--allow-domain and --egress-policy need --network policy")
+        return None
+    try:
+        policy = EgressPolicy.from_file(file) if file else EgressPolicy()
+        return policy.with_allowed(tuple(hosts)) if hosts else policy
+    except PolicyError as e:
+        raise ConfigError(str(e)) from None
+
+
 def limits_from(args: argparse.Namespace) -> SandboxLimits:
-    values = {f.name: getattr(args, f.name) for f in fields(SandboxLimits) if f.name != "network"}
-    return SandboxLimits(**values, network=args.network == "host")
+    """The limits the flags chose; bad egress flags fail here, before any sandbox starts."""
+    egress_policy(args)
+    skip = ("network", "egress_broker")
+    values = {f.name: getattr(args, f.name) for f in fields(SandboxLimits) if f.name not in skip}
+    return SandboxLimits(
+        **values, network=args.network == "host", egress_broker=args.network == "policy"
+    )
 
 
 def positive_int(text: str) -> int:

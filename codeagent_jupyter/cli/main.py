@@ -130,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
 
 async def _run(args: argparse.Namespace) -> int:
     """``codeagent run``: the sandbox starts first, and the model is asked while it boots."""
+    from ..core.bus import EventBus
+    from ..core.netlog import NetworkLog
     from ..core.starting import StartingSandbox
     from ..models.settings import resolve_settings
     from ..record.notary import cli_notary
@@ -146,7 +148,9 @@ async def _run(args: argparse.Namespace) -> int:
     hooks = hook_chain(args.hook, session_id)
     sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
     session = CliSession(args, workdir, limits, out, session_id, hooks)
-    async with StartingSandbox(make_sandbox(args, workdir, limits), on_ready=announce) as sandbox:
+    network = NetworkLog()
+    unstarted = make_sandbox(args, workdir, limits, on_egress=network)
+    async with StartingSandbox(unstarted, on_ready=announce) as sandbox:
         # The kernel boots from here on; what follows does not need it.
         model = await make_model(model_name, base_url, api_key, settings)
         from ..record.recorder import NotebookRecorder
@@ -162,7 +166,9 @@ async def _run(args: argparse.Namespace) -> int:
         if hooks is not None:
             sinks.append(hooks)
         context = build_context(workdir, notebook)
-        loop = build_cli_agent(session, model, sandbox, sinks, context=context)
+        bus = EventBus([s.emit for s in sinks], keep=False)
+        network.attach(bus)
+        loop = build_cli_agent(session, model, sandbox, bus, context=context)
         try:
             finished = await drive(loop, [args.prompt])
         finally:

@@ -113,6 +113,9 @@ async def run(args: argparse.Namespace) -> int:
         if hooks is not None:
             sinks.append(hooks)
         bus = EventBus([s.emit for s in sinks], keep=False)
+        network = getattr(sandbox, "network_log", None)
+        if network is not None:  # --network policy: each request in the session notebook
+            network.attach(bus)
         offered = sandbox_tools(sandbox, workdir, install_tool(args, sandbox))
         tools = ToolSession(offered, sandbox, bus, hooks=hooks)
 

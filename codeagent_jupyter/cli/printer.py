@@ -70,6 +70,8 @@ class ProgressPrinter:
                     self._write(f"   not rebuilt: {problem}")
             case ev.HelperEvent():
                 self._helper_event(event)
+            case ev.NetworkRequest():
+                self._write(f"   net: {_clip(event.summary())}")
 
     def close(self) -> None:
         """Called once the run is over, whatever happened: nothing to undo in plain text."""

@@ -98,6 +98,7 @@ async def run(args: argparse.Namespace) -> int:
     """``codeagent resume``: the sandbox starts first; the notebook, the model and the
     recorder are readied while it boots; the rebuild runs once it is up."""
     from ..core.bus import EventBus
+    from ..core.netlog import NetworkLog
     from ..core.starting import StartingSandbox
     from ..models.settings import resolve_settings
     from ..record.notary import cli_notary
@@ -137,7 +138,8 @@ async def run(args: argparse.Namespace) -> int:
     store = SnapshotStore.for_workspace(cli_args.existing_workdir(source))
     hooks = hook_chain(args.hook, session_id if fork else todo.session_id)
     read.say_if_unsigned()
-    unstarted = cli_args.make_sandbox(args, workdir, limits)
+    network = NetworkLog()
+    unstarted = cli_args.make_sandbox(args, workdir, limits, on_egress=network)
     async with StartingSandbox(unstarted, on_ready=cli_args.announce) as sandbox:
         model = await make_model(model_name, base_url, api_key, settings)
         recorder, printer = _recording(read, notary, out, session_id, fork, todo)
@@ -152,6 +154,7 @@ async def run(args: argparse.Namespace) -> int:
         first_seq = 0 if fork else todo.last_seq + 1  # a resume numbers on
         bus = EventBus([sink.emit for sink in sinks], keep=False, next_seq=first_seq)
         bus.publish(ev.SessionRestored, **rebuilt.event_fields())
+        network.attach(bus)
         cli = CliSession(args, workdir, limits, out, recorder.session_id, hooks, install)
         history = [*todo.messages, {"role": "user", "content": rebuilt.note_for_model()}]
         runs = len(meta.get("runs", []))

@@ -44,12 +44,14 @@ from ..util.redact import scrub
 from .eventlog import NOT_LOGGED, encode, sent_arguments
 from .helper_sections import HelperSections, is_helper_cell
 from .nbtext import NotebookText
+from .network_cell import NetworkSection
 from .notebook_cells import OUTPUT_CAP, cell_source, clean_outputs, plan_markdown, tool_note
 from .reader import SessionRecord, load_session, read_session
 
 __all__ = ["OUTPUT_CAP", "NotebookRecorder", "SessionRecord", "load_session", "scrub"]
 
-_NO_SAVE = {"tool_call_started", "usage", "model_retry"}
+_NO_SAVE = {"tool_call_started", "usage", "model_retry", "network_request"}
+"""Events saved with the next step, not on their own (a cell may make many requests)."""
 SAVE_WITHIN = 8
 """A deferred save waits at most this many ``save_delay``s after its first unsaved step."""
 
@@ -87,6 +89,7 @@ class NotebookRecorder:
         self._due_by = 0.0
         self._args: dict[str, Any] = {}
         self._text = NotebookText()
+        self._network = NetworkSection()
         if self.path is not None and self.path.exists():
             self.notebook = read_session(self.path)
             self._meta: dict[str, Any] = self.notebook.metadata["codeagent"]
@@ -157,6 +160,8 @@ class NotebookRecorder:
                 self._cell_decision(event)
             case ev.PackagesInstalled():
                 cell = self._packages_from_panel(event)
+            case ev.NetworkRequest():
+                cell = self._network_request(event)
         self._meta["events"].append(encode(entry, cell, self._meta["transcript"]))
         if saves:
             self._save_soon(at_once=isinstance(event, ev.RunFinished))
@@ -298,6 +303,14 @@ class NotebookRecorder:
         return self._add(
             new_markdown_cell(text), kind="answer" if e.status == ev.ANSWERED else "stop"
         )
+
+    def _network_request(self, e: ev.NetworkRequest) -> Any:
+        """The run's Network cell: appended with its first request, then updated."""
+        cell, new = self._network.add(e, max(len(self._meta["runs"]) - 1, 0))
+        if new:
+            return self._add(cell, kind="network")
+        self._text.changed(cell.id)
+        return None
 
     def _cell_decision(self, e: ev.CellDecision) -> None:
         cell = self._find(e.tool_call_id)

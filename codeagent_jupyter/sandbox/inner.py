@@ -98,6 +98,19 @@ def _private_dirs(connection_file: Path, inside_sandbox: bool) -> Path:
     return root
 
 
+def _start_forwarder(socket_path: str, enforcement: dict[str, Any]) -> None:
+    """``--network policy``: the proxy on this sandbox's loopback, before any cell runs,
+    and the proxy variables naming it; a failure is reported, never a way around."""
+    from ..egress import forwarder
+
+    try:
+        forwarder.spawn(forwarder.listen(), socket_path)
+    except OSError as e:
+        enforcement["egress"] = f"none (the forwarder could not start: {e.strerror or e})"
+        return
+    forwarder.proxy_env(os.environ)
+
+
 def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     """Apply per-process limits and run ipykernel in this process."""
     kernel_args = kernel_args or []
@@ -119,6 +132,8 @@ def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
         os.environ.setdefault(name, threads)
     copy_font_list(state.get("mpl_cache"), scratch / "matplotlib")
     _apply_rlimits(limits, enforcement)
+    if state.get("egress"):
+        _start_forwarder(str(state["egress"]), enforcement)
     for key in ("memory", "cpu", "file_size", "processes", "filesystem", "pid"):
         enforcement.setdefault(key, "none")
     enforcement["env"] = "allow-list"

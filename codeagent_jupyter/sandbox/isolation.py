@@ -25,6 +25,9 @@ ENFORCEMENT_ENV = "CODEAGENT_SANDBOX_ENFORCEMENT"
 """JSON the launcher leaves in the kernel's environment: what it really applied."""
 ALLOW_UNCONFINED_ENV = "CODEAGENT_SANDBOX_ALLOW_UNCONFINED"
 """Set to ``1`` when the caller explicitly accepts a sandbox without pid/filesystem isolation."""
+EGRESS_ENV = "CODEAGENT_SANDBOX_EGRESS"
+"""Path of the egress broker's socket on the host, for ``--network policy``: the launcher
+binds it into the sandbox (``egress.forwarder.SOCKET``)."""
 INNER_ENV = "CODEAGENT_SANDBOX_INNER"
 """Set by the outer launcher stage; tells the inner stage which isolation wraps it."""
 REFUSED_FILE = "refused.txt"
@@ -64,6 +67,7 @@ _ALLOWED_NAMES = frozenset(
         LIMITS_ENV,
         WORKDIR_ENV,
         ALLOW_UNCONFINED_ENV,
+        EGRESS_ENV,
         "CODEAGENT_SANDBOX_BWRAP",  # which bubblewrap (bubblewrap.py)
         # A gateway's request and the operator's ceiling (see gateway_ceiling.py).
         "KERNEL_CODEAGENT_LIMITS",
@@ -197,6 +201,7 @@ def bwrap_argv(
     network: bool,
     tmp_bytes: int,
     read_only_over: Iterable[Path] = (),
+    sockets: Iterable[tuple[Path, str]] = (),
 ) -> list[str]:
     """The bubblewrap prefix: only what Python needs, read-only; masks applied last.
 
@@ -204,7 +209,8 @@ def bwrap_argv(
     ``nobody`` in a user namespace with no capabilities. Nothing of
     the host is visible unless bound here: /usr, a minimal /etc, the interpreter and its
     packages (``readable``), the workspace and the connection directory (``writable``),
-    and read-only folders inside a writable one (``read_only_over``: the package overlay).
+    and read-only folders inside a writable one (``read_only_over``: the package overlay);
+    ``sockets`` binds single host sockets at paths of their own inside (the egress broker's).
     So sockets in /run, other homes and unknown secret files are simply absent. Later
     mounts win, so the masks (server state in the workspace, known secrets under any
     bound directory) come after every bind and cannot be undone by them.
@@ -222,6 +228,8 @@ def bwrap_argv(
         bound.append(path)
     for path in read_only_over:
         argv += ["--ro-bind", str(path), str(path)]
+    for path, inside in sockets:
+        argv += ["--bind", str(path), inside]
     state = workdir / STATE_DIR
     if state.is_dir() and not state.is_symlink():
         argv += ["--tmpfs", str(state)]

@@ -23,12 +23,17 @@ from jupyter_client import AsyncKernelManager
 from jupyter_client.kernelspec import NoSuchKernel
 
 from ..config import SandboxLimits
+from ..core.netlog import NetworkLog
 from ..core.ports import ExecResult, OutputCallback
+from ..egress.broker import OnRequest
+from ..egress.policy import Approver, EgressPolicy
 from ..errors import ConfigError, IsolationUnavailable, SandboxError
 from .cells import CellRunner
 from .disk import DiskWatch
+from .egress_link import EgressLink
 from .isolation import (
     ALLOW_UNCONFINED_ENV,
+    EGRESS_ENV,
     LIMITS_ENV,
     NO_ISOLATION,
     REFUSED_FILE,
@@ -60,6 +65,9 @@ class Sandbox(CellRunner):
         startup_timeout: float = 60.0,
         interrupt_grace: float = 3.0,
         allow_unconfined: bool = False,
+        egress: EgressPolicy | None = None,
+        on_egress: OnRequest | None = None,
+        approve_egress: Approver | None = None,
     ) -> None:
         self.workdir = Path(workdir).resolve()
         if not self.workdir.is_dir():
@@ -74,6 +82,16 @@ class Sandbox(CellRunner):
         self.interrupt_grace = interrupt_grace
         self.allow_unconfined = allow_unconfined
         """Start even where pid/filesystem isolation is missing (an explicit, loud choice)."""
+        self.egress: EgressLink | None = None
+        """The broker of ``--network policy`` (``limits.egress_broker``): ``egress`` is its
+        policy (default: nothing allowed, unlisted hosts asked of ``approve_egress``), and
+        ``on_egress`` receives each request it saw, allowed or denied."""
+        self.network_log = NetworkLog() if on_egress is None else None
+        """Where the broker's records go when no ``on_egress`` was given (a pooled sandbox
+        made before its session): the session ``attach``es its bus to it."""
+        if self.limits.egress_broker and not self.limits.network:
+            report = on_egress if on_egress is not None else self.network_log
+            self.egress = EgressLink(egress or EgressPolicy(), report, approve_egress)
         self.enforcement: dict[str, Any] = {}
         self._km: Any = None
         self._kc: Any = None
@@ -107,11 +125,15 @@ class Sandbox(CellRunner):
         env[LIMITS_ENV] = json.dumps(self.limits.to_dict())
         env[WORKDIR_ENV] = str(self.workdir)
         env.pop(ALLOW_UNCONFINED_ENV, None)
+        env.pop(EGRESS_ENV, None)
+        if self.egress is not None:
+            env[EGRESS_ENV] = str(await self.egress.start())
         if self.allow_unconfined:
             env[ALLOW_UNCONFINED_ENV] = "1"
         try:
             await km.start_kernel(env=env, cwd=str(self.workdir), stdout=subprocess.DEVNULL)
         except Exception as e:
+            await self._close_egress()
             raise SandboxError(f"sandbox kernel failed to start: {e}") from e
         self._km = km
         try:
@@ -199,6 +221,11 @@ class Sandbox(CellRunner):
             km, self._km = self._km, None
             with contextlib.suppress(Exception):  # already gone: nothing left to stop
                 await km.shutdown_kernel(now=True)
+        await self._close_egress()
+
+    async def _close_egress(self) -> None:
+        if self.egress is not None:
+            await self.egress.close()
 
     async def restart(self) -> None:
         """Start a fresh kernel in place of the current one (all state is lost)."""

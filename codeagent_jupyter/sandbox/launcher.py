@@ -21,6 +21,7 @@ import contextlib
 import json
 import os
 import resource
+import stat
 import sys
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from . import bubblewrap, cgroup, gateway_ceiling, overlay
 from .gateway_ceiling import KERNEL_LIMITS_ENV, KERNEL_WORKDIR_ENV, MAX_LIMITS_ENV
 from .inner import LIFETIME_CPU_FACTOR, MIB, inner, user_process_count
 from .isolation import (
+    EGRESS_ENV,
     INNER_ENV,
     NO_ISOLATION,
     REFUSED_FILE,
@@ -40,6 +42,10 @@ from .isolation import (
 from .mpl_cache import host_mpl_cache, warm_mpl_cache
 from .paths import PRIVATE_DIR_PREFIX, STATE_DIR, python_paths, workspace_problem
 from .report import CONFINEMENT, is_unconfined
+
+EGRESS_SOCKET = "/run/codeagent/egress.sock"
+"""Where the broker's socket is inside the sandbox (``egress.forwarder.SOCKET`` says the
+same; not imported here, so a launch without ``--network policy`` loads no asyncio)."""
 
 __all__ = [
     "LIFETIME_CPU_FACTOR",
@@ -100,6 +106,13 @@ def _user(kind: str) -> str:
     return f"uid {os.geteuid()}" + (" (user namespace)" if kind == "unshare" else "")
 
 
+def _is_socket(path: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     """Choose and enter the isolation; never returns when it re-executes itself.
 
@@ -141,6 +154,10 @@ def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     ipc = info.get("transport") == "ipc"
     netns_possible = ipc and not limits.network
     network_none = "allowed" if limits.network else "none"
+    egress = env.pop(EGRESS_ENV, "") if limits.egress_broker and netns_possible else ""
+    env.pop(EGRESS_ENV, None)
+    if egress and not _is_socket(egress):
+        egress = ""  # only a socket is bound read-write into the sandbox, never a file
 
     kind, prefix = "none", list[str]()
     choice = bubblewrap.choose(network=not netns_possible)
@@ -157,8 +174,11 @@ def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
             network=not netns_possible,
             tmp_bytes=max(limits.file_size_mb, 64) * MIB,
             read_only_over=packages,
+            sockets=[(Path(egress), EGRESS_SOCKET)] if egress else [],
         )
         enforcement.update(filesystem="bwrap", pid="bwrap", bwrap=choice.bwrap.label)
+        if egress:
+            enforcement["egress"] = "broker"
         enforcement["network"] = "bwrap" if netns_possible else network_none
     elif (fallback := unshare_argv(network=not netns_possible)) is not None:
         kind, prefix = "unshare", fallback
@@ -173,7 +193,11 @@ def outer(connection_file: Path, kernel_args: list[str] | None = None) -> None:
         _refuse(connection_file, _confinement_reason(enforcement, choice))
     _cap_processes(limits, enforcement)
 
+    if limits.egress_broker and "egress" not in enforcement:
+        enforcement["egress"] = "none (needs bubblewrap and a broker: no way out)"
     state = {"enforcement": enforcement, "mpl_cache": str(mpl_cache), "private": kind == "bwrap"}
+    if enforcement.get("egress") == "broker":
+        state["egress"] = EGRESS_SOCKET
     env[INNER_ENV] = json.dumps(state)
     if not prefix:
         os.environ.clear()

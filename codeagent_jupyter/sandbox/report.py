@@ -47,6 +47,8 @@ def summary(enforcement: Mapping[str, Any], limits: SandboxLimits) -> str:
     parts = []
     if net == "allowed":
         parts.append("net on")
+    elif net != "none" and enforcement.get("egress") == "broker":
+        parts.append("net only through the egress broker")
     elif net != "none":
         parts.append("net off")
     if pid != "none":

@@ -82,6 +82,9 @@ async def create(
         loaded = await manager.uploads.load(chosen_uploads, sandbox)
         recorder = NotebookRecorder(path, session_id=session_id, on_saved=manager.signer.saved)
         session.bus.subscribe(recorder.emit)
+        network = getattr(sandbox, "network_log", None)
+        if network is not None:  # --network policy: the broker's records, from now on
+            network.attach(session.bus)
         context = build_context(
             workdir,
             notebook,

@@ -19,6 +19,7 @@ from traitlets import Bool, Dict, Enum, Float, Int, List, Type, Unicode, validat
 from traitlets.config import Configurable
 
 from ..config import VISION_MODES, AgentConfig, ModelSettings, SandboxLimits
+from ..egress import EgressPolicy
 from ..errors import ConfigError
 from ..packages.policy import PackagePolicy
 from ..sandbox.backend import BACKENDS, SETTINGS_HELP, SandboxBackend, make_backend
@@ -89,6 +90,14 @@ class CodeAgent(Configurable):
         config=True,
         help="Default sandbox limits; a request may only tighten them. Keys: "
         + "; ".join(f"{f.name}: {SandboxLimits.help(f.name)}" for f in fields(SandboxLimits)),
+    )
+    egress = Dict(
+        None,
+        allow_none=True,
+        config=True,
+        help='The egress policy of sandboxes whose limits say network: "policy" (JSON keys '
+        "allow, deny, default, methods, ports, max_response_mb, max_session_mb, "
+        "rate_per_minute, allow_ranges; see docs/security.md). None: nothing allowed.",
     )
     pool_size = Int(1, config=True, help="Sandbox kernels kept started and ready for new sessions.")
     pool_max = Int(
@@ -296,6 +305,16 @@ class CodeAgent(Configurable):
                 raise ValueError(str(e)) from None
         return proposal["value"]
 
+    @validate("egress")
+    def _check_egress(self, proposal: dict[str, Any]) -> dict[str, Any] | None:
+        if proposal["value"] is not None:
+            EgressPolicy.from_dict(proposal["value"])  # PolicyError: a one-line ValueError
+        return proposal["value"]
+
+    def egress_policy(self) -> EgressPolicy | None:
+        """The egress policy brokers apply (None: the default, nothing allowed)."""
+        return None if self.egress is None else EgressPolicy.from_dict(self.egress)
+
     def package_policy(self) -> PackagePolicy | None:
         """The install policy, or None when installs are off."""
         return None if self.packages is None else PackagePolicy.from_dict(self.packages)
@@ -308,6 +327,7 @@ class CodeAgent(Configurable):
             self.gateway_token,
             allow_unconfined=self.allow_unconfined,
             kernel_manager_class=self.kernel_manager_class,
+            **({"egress": self.egress_policy()} if self.sandbox_backend == "local" else {}),
         )
 
     def sandbox_limits(self) -> SandboxLimits:

@@ -98,6 +98,9 @@ def reduce(state: SessionState, event: ev.Event) -> SessionState:
         case ev.SessionRestored():
             note = NoteItem(f"restored-{event.seq}", event.summary, tuple(event.problems))
             new = replace(state, items=(*state.items, note))
+        case ev.NetworkRequest():
+            note = NoteItem(f"network-{event.seq}", f"Network: {event.summary()}", ())
+            new = replace(state, items=(*state.items, note))
         case _:
             new = state
     return replace(new, last_seq=event.seq)

@@ -85,6 +85,16 @@ def one_of_each() -> list[ev.Event]:
         ev.PackagesInstalled(
             packages=[{"name": "tinydep", "version": "1.0", "sha256": "ab" * 32}], reason="r"
         ),
+        ev.NetworkRequest(
+            method="GET",
+            url="http://data.example.org/a.csv?x=1",
+            status=200,
+            bytes_up=120,
+            bytes_down=4096,
+            sha256="cd" * 32,
+            rule="allow data.example.org",
+            allowed=True,
+        ),
         ev.ChildEvent(
             parent_tool_call_id="c9",
             child="1-1",

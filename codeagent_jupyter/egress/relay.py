@@ -1,0 +1,216 @@
+"""Relaying one allowed request: a plain HTTP exchange or a CONNECT tunnel, within limits.
+
+``Relaying`` is the half of ``Broker`` that moves bytes once the decision is made: the
+request upstream as HTTP/1.0 with ``Connection: close``, the response back with its body
+hashed and cut at ``max_response_mb``, or a tunnel's bytes both ways uninspected; every
+byte counted against the session, every read and write against the idle timeout. It
+expects ``policy``, ``idle_timeout`` and ``session_bytes`` on the object (``Broker``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from typing import Any
+
+from . import http1
+from .policy import EgressPolicy
+
+MIB = 1024 * 1024
+CHUNK = 256 * 1024
+"""Bytes relayed per read: large enough that a 1 MiB body takes a few loop turns."""
+_PHRASES = {
+    400: "Bad Request",
+    403: "Forbidden",
+    408: "Request Timeout",
+    411: "Length Required",
+    429: "Too Many Requests",
+    431: "Request Header Fields Too Large",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
+}
+
+
+class Refused(Exception):
+    """A request refused or a transfer cut: the status and the rule, said in one line."""
+
+    def __init__(self, status: int, rule: str) -> None:
+        super().__init__(rule)
+        self.status, self.rule = status, rule
+
+
+class Relaying:
+    """Byte moving for ``Broker``; see the module's docstring for what it relies on."""
+
+    policy: EgressPolicy
+    idle_timeout: float
+    session_bytes: int
+
+    async def _forward(
+        self,
+        request: http1.Request,
+        head: bytes,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        up_reader: asyncio.StreamReader,
+        up_writer: asyncio.StreamWriter,
+        record: dict[str, Any],
+    ) -> None:
+        """One request upstream as HTTP/1.0 with ``Connection: close``; the response back."""
+        authority = request.host if request.port == 80 else f"{request.host}:{request.port}"
+        lines = [f"{request.method} {request.path} HTTP/1.0", f"Host: {authority}"]
+        lines += [f"{k}: {v}" for k, v in request.headers if k.lower() not in http1.HOP_BY_HOP]
+        lines.append("Connection: close")
+        sent = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        up_writer.write(sent)
+        record["bytes_up"] = len(sent)
+        left = request.body_length
+        while left > 0:
+            chunk = await self._read(reader, min(CHUNK, left))
+            if not chunk:
+                return
+            left -= len(chunk)
+            record["bytes_up"] += len(chunk)
+            self._count(len(chunk), record)
+            up_writer.write(chunk)
+            await self._drain(up_writer)
+        try:
+            answer = await asyncio.wait_for(up_reader.readuntil(b"\r\n\r\n"), self.idle_timeout)
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            await answer(writer, 502, f"no valid response from {request.host}")
+            record.update(status=502, rule=record["rule"] + "; no valid response upstream")
+            return
+        status, expected = response_shape(answer, request.method)
+        record["status"] = status
+        answer = closing(answer)
+        writer.write(answer)
+        record["bytes_down"] = len(answer)
+        body = hashlib.sha256()
+        cap = int(self.policy.max_response_mb * MIB)
+        size = 0
+        try:
+            while expected is None or size < expected:
+                want = CHUNK if expected is None else min(CHUNK, expected - size)
+                chunk = await self._read(up_reader, want)
+                if not chunk:
+                    break
+                if size + len(chunk) > cap:
+                    chunk = chunk[: cap - size]
+                    record["rule"] += f"; cut at max_response_mb {self.policy.max_response_mb:g}"
+                    size += len(chunk)
+                    body.update(chunk)
+                    writer.write(chunk)
+                    break
+                size += len(chunk)
+                body.update(chunk)
+                self._count(len(chunk), record)
+                writer.write(chunk)
+                await self._drain(writer)
+        except Refused as e:
+            record["rule"] += f"; cut: {e.rule}"
+        record["bytes_down"] += size
+        record["sha256"] = body.hexdigest()
+
+    async def _tunnel(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        up_reader: asyncio.StreamReader,
+        up_writer: asyncio.StreamWriter,
+        record: dict[str, Any],
+    ) -> None:
+        """Bytes both ways, uninspected, within the response cap, the session cap and time."""
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        record["status"] = 200
+        cap = int(self.policy.max_response_mb * MIB)
+
+        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter, key: str) -> None:
+            while True:
+                chunk = await self._read(src, CHUNK)
+                if not chunk:
+                    if dst.can_write_eof():
+                        dst.write_eof()
+                    return
+                if key == "bytes_down" and record[key] + len(chunk) > cap:
+                    record["rule"] += f"; cut at max_response_mb {self.policy.max_response_mb:g}"
+                    raise Refused(403, "max_response_mb")
+                record[key] += len(chunk)
+                self._count(len(chunk), record)
+                dst.write(chunk)
+                await self._drain(dst)
+
+        ups = asyncio.ensure_future(pump(reader, up_writer, "bytes_up"))
+        downs = asyncio.ensure_future(pump(up_reader, writer, "bytes_down"))
+        try:
+            await asyncio.wait({downs}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (ups, downs):
+                task.cancel()
+            for task in (ups, downs):
+                with contextlib.suppress(BaseException):
+                    await task
+        with contextlib.suppress(BaseException):
+            downs.result()
+
+    async def _read(self, stream: asyncio.StreamReader, size: int) -> bytes:
+        try:
+            return await asyncio.wait_for(stream.read(size), self.idle_timeout)
+        except TimeoutError:
+            raise Refused(504, f"idle for {self.idle_timeout:g} s") from None
+
+    async def _drain(self, stream: asyncio.StreamWriter) -> None:
+        transport = stream.transport
+        if transport.is_closing():
+            raise ConnectionResetError("the other side closed")
+        if transport.get_write_buffer_size() <= transport.get_write_buffer_limits()[1]:
+            return  # below the high-water mark drain() would not wait: spare its timer task
+        try:
+            await asyncio.wait_for(stream.drain(), self.idle_timeout)
+        except TimeoutError:
+            raise Refused(408, f"client did not read for {self.idle_timeout:g} s") from None
+
+    def _count(self, size: int, record: dict[str, Any]) -> None:
+        self.session_bytes += size
+        if self.session_bytes > self.policy.max_session_mb * MIB:
+            raise Refused(403, f"max_session_mb {self.policy.max_session_mb:g} used up")
+
+
+def response_shape(head: bytes, method: str) -> tuple[int, int | None]:
+    """The upstream status, and the body length to relay (None: until it closes)."""
+    lines = head.split(b"\r\n")
+    parts = lines[0].split(b" ", 2)
+    status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 502
+    if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+        return status, 0
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length" and value.strip().isdigit():
+            return status, int(value.strip())
+    return status, None
+
+
+_CONNECTION = (b"connection", b"keep-alive", b"proxy-connection")
+
+
+def closing(head: bytes) -> bytes:
+    """The response head with ``Connection: close``: the broker ends every connection after
+    one response, so a client must never take it for one it can reuse."""
+    lines = head.removesuffix(b"\r\n\r\n").split(b"\r\n")
+    kept = [lines[0]] + [
+        line for line in lines[1:] if line.partition(b":")[0].strip().lower() not in _CONNECTION
+    ]
+    return b"\r\n".join([*kept, b"Connection: close"]) + b"\r\n\r\n"
+
+
+async def answer(writer: asyncio.StreamWriter, status: int, reason: str) -> None:
+    """The broker's own response: the status and one line naming the rule."""
+    text = f"codeagent egress broker: {status} {reason}\n".encode("utf-8", "replace")
+    head = (
+        f"HTTP/1.1 {status} {_PHRASES.get(status, 'Error')}\r\n"
+        "Content-Type: text/plain; charset=utf-8\r\n"
+        f"Content-Length: {len(text)}\r\nConnection: close\r\n\r\n"
+    )
+    writer.write(head.encode("ascii") + text)
+    await asyncio.wait_for(writer.drain(), 5)

@@ -1,0 +1,63 @@
+"""The host side of ``--network policy``: one egress broker per sandbox, beside it.
+
+The broker listens on a unix socket in a folder of its own (0700, created for this one
+sandbox); the launcher binds that socket, and nothing else of the folder, into the
+sandbox. Another sandbox never sees it: two sandboxes cannot reach each other's broker,
+and each broker's budgets and record are its own sandbox's. It lives as long as the
+``Sandbox`` object, across kernel restarts.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..egress.broker import Broker, OnRequest
+from ..egress.policy import Approver, EgressPolicy
+
+EGRESS_DIR_PREFIX = "codeagent-egress-"
+SOCKET_NAME = "egress.sock"
+
+
+class EgressLink:
+    """Starts and stops the broker of one sandbox; ``socket`` is what the launcher binds."""
+
+    def __init__(
+        self,
+        policy: EgressPolicy,
+        on_request: OnRequest | None = None,
+        approve: Approver | None = None,
+    ) -> None:
+        self.policy = policy
+        self.on_request = on_request
+        self.approve = approve
+        self.broker: Broker | None = None
+        self._folder: Path | None = None
+
+    async def start(self) -> Path:
+        """Create the folder and start listening; returns the socket's path."""
+        if self.broker is not None:
+            return self.broker.path
+        # /tmp rather than a deep TMPDIR: an AF_UNIX path holds 107 bytes at most.
+        self._folder = Path(tempfile.mkdtemp(prefix=EGRESS_DIR_PREFIX, dir=_short_tmp()))
+        broker = Broker(
+            self.policy, self._folder / SOCKET_NAME, self.on_request, approve=self.approve
+        )
+        await broker.start()
+        self.broker = broker
+        return broker.path
+
+    async def close(self) -> None:
+        """Stop the broker and remove its folder."""
+        if self.broker is not None:
+            broker, self.broker = self.broker, None
+            await broker.close()
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._folder = None
+
+
+def _short_tmp() -> str | None:
+    base = tempfile.gettempdir()
+    return None if len(base) < 60 else "/tmp"
