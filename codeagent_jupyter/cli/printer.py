@@ -71,7 +71,7 @@ class ProgressPrinter:
             case ev.HelperEvent():
                 self._helper_event(event)
             case ev.NetworkRequest():
-                self._write(f"   net: {_clip(event.summary())}")
+                self._write(f"   net: {clip(event.summary())}")
 
     def close(self) -> None:
         """Called once the run is over, whatever happened: nothing to undo in plain text."""
