@@ -34,7 +34,7 @@ from .client import AgentClient, CodeAgentError, notebook_path
 from .display import Placement, sidecar_class
 from .fixing import FailedCell, FailureWatcher, failed_from_notebook, fix_request, names_used
 from .interrupt import InterruptWatcher
-from .live import LiveNotebook
+from .live import LiveNotebook, kernel_id
 from .magic_args import parse
 from .panel import AgentPanel
 from .transfer import Payload, serialize
@@ -151,6 +151,7 @@ class AgentMagics(Magics):
         )
         panel.namespace_of = self.namespace
         panel.serialize_of = self.serialize
+        _mark_kernel(panel)
         panel.label_of = self.cell_label
         panel.open_of = self.open_side
         if side and sidecar_class() is None:
@@ -173,6 +174,7 @@ class AgentMagics(Magics):
             print("codeagent: opening a session needs the sidecar package (pip install sidecar)")
             return
         panel = AgentPanel(client)
+        _mark_kernel(panel)
         panel.label_of = self.cell_label
         panel.open_of = self.open_side
         panel.placement = Placement(panel, side=True)
@@ -260,6 +262,14 @@ async def _release(client: AgentClient, session_id: str, running: bool) -> None:
         await client.pause(session_id)
     except CodeAgentError:
         pass
+
+
+def _mark_kernel(panel: AgentPanel) -> None:
+    """Name this kernel on the panel's element: a side panel's Reattach runs in the
+    notebook whose kernel this is."""
+    kid = kernel_id()
+    if kid:
+        panel.widget.add_class(f"codeagent-kernel-{kid}")
 
 
 def _current_cell_id(shell: Any) -> str | None:

@@ -15,7 +15,12 @@ def is_install(arguments: Any) -> bool:
 
 
 def packages_html(arguments: dict[str, Any]) -> str:
-    cell = f"padding:2px 8px;border-bottom:1px solid {theme.BORDER};text-align:left"
+    # A fixed layout as wide as the panel, long words (an index URL) wrapped anywhere: the
+    # table fits a 230 px side panel instead of scrolling sideways.
+    cell = (
+        f"padding:2px 4px;border-bottom:1px solid {theme.BORDER};text-align:left;"
+        "overflow-wrap:anywhere;vertical-align:top"
+    )
     rows = []
     total = 0
     for wheel in arguments["install"]:
@@ -27,15 +32,15 @@ def packages_html(arguments: dict[str, Any]) -> str:
         values = [wheel.get("name", ""), wheel.get("version", ""), _mb(size), wheel.get("index")]
         rows.append("".join(f'<td style="{cell}">{escape(str(v or ""))}</td>' for v in values))
     head = "".join(
-        f'<th style="{cell};color:{theme.MUTED}">{h}</th>'
-        for h in ("package", "version", "size", "index")
+        f'<th style="{cell};color:{theme.MUTED};width:{width}">{h}</th>'
+        for h, width in (("package", "28%"), ("version", "18%"), ("size", "20%"), ("index", "34%"))
     )
     body = "".join(f'<tr class="codeagent-package">{r}</tr>' for r in rows)
     reason = escape(str(arguments.get("reason", "")))
     return (
         f'<div class="codeagent-install" style="font-size:12px;color:{theme.TEXT}">'
         f"<div>{reason}</div>"
-        f'<table style="border-collapse:collapse;margin:4px 0"><tr>{head}</tr>{body}</table>'
+        f'<table style="border-collapse:collapse;margin:4px 0;width:100%;table-layout:fixed"><tr>{head}</tr>{body}</table>'
         f"<div>{len(rows)} wheel(s), {escape(_mb(total))} in all</div></div>"
     )
 
