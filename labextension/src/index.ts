@@ -5,14 +5,18 @@
  *   panel inserts accepted cells into the live notebook and reads the open
  *   document (see bridge.ts);
  * - the command "Code Agent: new panel" inserts a `%agent` cell to start from;
- * - error outputs get a "Fix with codeagent" button (see fixbutton.ts).
+ * - error outputs get a "Fix with codeagent" button (see fixbutton.ts);
+ * - a `%agent` output shows the run's summary and Reattach once its widget is gone
+ *   (panelview.ts), and side panels follow their kernel (sidepanels.ts).
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
-import { INotebookTracker } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import { connectNotebook } from './bridge';
 import { watchErrors } from './fixbutton';
+import { addPanelRenderer } from './panelview';
+import { SidePanels } from './sidepanels';
 
 export { VERSION, COMM_TARGET } from './protocol';
 
@@ -72,6 +76,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
     tracker: INotebookTracker,
     palette: ICommandPalette | null
   ): void => {
+    // Before the notebook's content renders: its saved `%agent` outputs come through us.
+    app.docRegistry.addWidgetExtension('Notebook', {
+      createNew: panel => addPanelRenderer(panel as NotebookPanel)
+    });
+    tracker.forEach(addPanelRenderer);
+    new SidePanels(app, tracker);
     tracker.forEach(connectNotebook);
     tracker.widgetAdded.connect((_, panel) => connectNotebook(panel));
     tracker.forEach(watchErrors);
