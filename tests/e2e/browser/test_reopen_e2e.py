@@ -178,7 +178,11 @@ def test_side_panels_follow_their_kernel(
         lab.save()
         lab._js("panel.close();")
         page.wait_for_function("() => !document.querySelector('.jp-Notebook')")
-        lab.execute_command("docmanager:open", {"path": lab.path})
+        page.evaluate(
+            "async (path) => { await window.jupyterapp.commands.execute('docmanager:open',"
+            " {path}); }",
+            lab.path,
+        )
         lab._wait("panel && panel.context.isReady")
         lab.wait_kernel_idle(timeout=60_000)
         page.wait_for_function(f"() => ({_SIDE_TABS_JS})() >= 1")
@@ -204,8 +208,11 @@ def test_side_panels_follow_their_kernel(
         " return b && !b.disabled; }"
     )
     bar.locator(".codeagent-reattach").click()
-    fresh = page.locator(f"#jp-right-stack .codeagent-panel.codeagent-session-{session_id}")
-    fresh.locator(ANSWERED).wait_for(timeout=60_000)
+    fresh = page.locator(
+        f"#jp-right-stack .codeagent-panel.codeagent-session-{session_id}"
+        ":not(.jupyter-widgets-disconnected)"
+    )
+    fresh.locator(ANSWERED).wait_for(timeout=90_000)
     page.wait_for_function(f"() => ({_SIDE_TABS_JS})() === 1")
     page.wait_for_timeout(2500)
     assert page.locator("#jp-right-stack .codeagent-reattach-bar").count() == 0
