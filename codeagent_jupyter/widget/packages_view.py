@@ -15,12 +15,10 @@ def is_install(arguments: Any) -> bool:
 
 
 def packages_html(arguments: dict[str, Any]) -> str:
-    # A fixed layout as wide as the panel, long words (an index URL) wrapped anywhere: the
-    # table fits a 230 px side panel instead of scrolling sideways.
-    cell = (
-        f"padding:2px 4px;border-bottom:1px solid {theme.BORDER};text-align:left;"
-        "overflow-wrap:anywhere;vertical-align:top"
-    )
+    """One row per wheel: name, version and size on a line, the index under them (muted,
+    wrapped anywhere): the list reads at a side panel's 230 px as in a wide cell, where a
+    four-column table was cut off or scrolled sideways."""
+    cell = f"padding:2px 4px;border-bottom:1px solid {theme.BORDER};text-align:left"
     rows = []
     total = 0
     for wheel in arguments["install"]:
@@ -29,18 +27,21 @@ def packages_html(arguments: dict[str, Any]) -> str:
         size = wheel.get("size_bytes")
         size = size if isinstance(size, int | float) and not isinstance(size, bool) else 0
         total += size
-        values = [wheel.get("name", ""), wheel.get("version", ""), _mb(size), wheel.get("index")]
-        rows.append("".join(f'<td style="{cell}">{escape(str(v or ""))}</td>' for v in values))
-    head = "".join(
-        f'<th style="{cell};color:{theme.MUTED};width:{width}">{h}</th>'
-        for h, width in (("package", "28%"), ("version", "18%"), ("size", "20%"), ("index", "34%"))
-    )
+        name, version = (
+            escape(str(wheel.get("name") or "")),
+            escape(str(wheel.get("version") or "")),
+        )
+        index = escape(str(wheel.get("index") or ""))
+        rows.append(
+            f'<td style="{cell}"><b>{name}</b> {version} · {escape(_mb(size))}'
+            f'<div style="color:{theme.MUTED};overflow-wrap:anywhere">{index}</div></td>'
+        )
     body = "".join(f'<tr class="codeagent-package">{r}</tr>' for r in rows)
     reason = escape(str(arguments.get("reason", "")))
     return (
         f'<div class="codeagent-install" style="font-size:12px;color:{theme.TEXT}">'
         f"<div>{reason}</div>"
-        f'<table style="border-collapse:collapse;margin:4px 0;width:100%;table-layout:fixed"><tr>{head}</tr>{body}</table>'
+        f'<table style="border-collapse:collapse;margin:4px 0;width:100%">{body}</table>'
         f"<div>{len(rows)} wheel(s), {escape(_mb(total))} in all</div></div>"
     )
 

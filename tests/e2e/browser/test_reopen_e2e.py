@@ -240,7 +240,7 @@ def test_side_panel_fits_its_default_width(
     lab.open_notebook("side-install.ipynb")
     lab.run_cell("load")
     lab.run_cell("ask")
-    side = page.locator("#jp-right-stack .codeagent-panel").first
+    side = page.locator("#jp-right-stack .codeagent-panel", has_text="use tinyapp").first
     side.locator(".codeagent-install").wait_for(timeout=120_000)
 
     # The cell's stub says what the run waits for.
