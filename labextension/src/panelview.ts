@@ -167,7 +167,8 @@ export class PanelOutput extends Widget implements IRenderMime.IRenderer {
     if (!this.model || this.node.querySelector('.codeagent-reattach-bar')) {
       return;
     }
-    const bar = new Widget({ node: reattachBar(sessionIdOf(this.model), lead, say => this.reattach(say)) });
+    const id = sessionIdOf(this.model);
+    const bar = new Widget({ node: reattachBar(id, lead, say => this.reattach(say)) });
     (this.layout as PanelLayout).insertWidget(0, bar);
   }
 

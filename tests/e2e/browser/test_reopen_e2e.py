@@ -149,6 +149,13 @@ def test_reopened_notebook_shows_the_run_and_reattaches(
     assert cell["source"] == "%agent say hello"  # the user's cell is left as it was
     assert "model not found" not in page.locator(".jp-Notebook").inner_text()
 
+    # A restart: the live panel says it is disconnected, and Reattach is there again.
+    lab._js("await panel.sessionContext.restartKernel();")
+    lab.wait_kernel_idle(timeout=60_000)
+    output.locator(".codeagent-reattach-bar").wait_for(timeout=30_000)
+    output.locator(".codeagent-dead").wait_for(state="visible")
+    assert output.locator(".codeagent-reattach-bar code").inner_text() == session_id
+
 
 def test_side_panels_follow_their_kernel(
     jupyterlab_server: tuple[str, str, Path],
