@@ -70,7 +70,7 @@ export function runQuiet(
 ): Kernel.IShellFuture<KernelMessage.IExecuteRequestMsg, KernelMessage.IExecuteReplyMsg> {
   return kernel.requestExecute(
     { code, silent: false, store_history: false, stop_on_error: true },
-    true,
+    false, // kept after the reply: the panel updates its output when the replay ends
     metadata
   );
 }

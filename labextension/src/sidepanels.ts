@@ -8,7 +8,9 @@
  * So, for every tab showing a codeagent panel (its element names its widget model, kernel
  * and session: `codeagent-model-…`, `codeagent-kernel-…`, `codeagent-session-…`):
  *
- * - one tab per panel: an older tab of the same model is closed;
+ * - one tab per panel: an older tab of the same model is closed, and so is a tab whose
+ *   notebook was closed (ipywidgets empties it; reopening the notebook makes a new one
+ *   while the kernel holds the panel);
  * - a panel whose kernel no longer holds its model is marked disconnected (its buttons
  *   dimmed, its banner says why) and gets a Reattach button: the session opens again in a
  *   new side panel from the notebook of its kernel (else the current notebook), and the
@@ -60,6 +62,9 @@ export class SidePanels {
       const element = widget.node.querySelector<HTMLElement>('.codeagent-panel');
       const modelId = element ? named(element, 'codeagent-model-') : null;
       if (!element || !modelId) {
+        if (this.order.has(widget)) {
+          widget.dispose(); // its notebook closed and took the view: an empty tab is left
+        }
         continue;
       }
       if (!this.order.has(widget)) {

@@ -184,7 +184,7 @@ def test_side_panels_follow_their_kernel(
     for _ in range(2):
         lab.save()
         lab._js("panel.close();")
-        page.wait_for_function("() => !document.querySelector('.jp-Notebook')")
+        lab._wait("!panel")
         page.evaluate(
             "async (path) => { await window.jupyterapp.commands.execute('docmanager:open',"
             " {path}); }",
