@@ -113,7 +113,7 @@ export class SidePanels {
 
   private markDead(tab: ISideTab): void {
     tab.element.classList.add(DISCONNECTED);
-    if (tab.widget.node.querySelector('.codeagent-reattach-bar')) {
+    if (tab.element.querySelector('.codeagent-reattach-bar')) {
       return;
     }
     const bar = reattachBar(
@@ -121,7 +121,7 @@ export class SidePanels {
       'Disconnected: the kernel of this panel restarted or stopped.',
       say => this.reattach(tab, say)
     );
-    tab.widget.node.insertBefore(bar, tab.widget.node.firstChild);
+    tab.element.insertBefore(bar, tab.element.firstChild); // inside the panel, above it
   }
 
   /** Open the session in a new side panel, then close the dead one. */
