@@ -19,6 +19,11 @@ from typing import Any
 from .summary import summary_html
 
 SIDE_TITLE = "codeagent"
+PANEL_MIME = "application/vnd.codeagent.panel+json"
+"""A third view of an inline panel, for JupyterLab's side of the project: which session the
+cell shows. JupyterLab prefers it to the widget; it shows the live widget while the kernel
+holds it, and the static summary with a Reattach button once it is gone (a reopened
+notebook). Other frontends do not know the type and show the widget or the summary."""
 
 
 def sidecar_class() -> Any:
@@ -54,6 +59,7 @@ class Placement:
             return {"text/html": html, "text/plain": "codeagent panel (in the side panel)"}
         bundle = dict(panel.widget._repr_mimebundle_() or {})
         bundle["text/html"] = html
+        bundle[PANEL_MIME] = {"version": 1, "session_id": panel.session_id}
         return bundle
 
     def show(self) -> None:

@@ -1,7 +1,7 @@
 """The panel's header: what must stay in view while the timeline below it scrolls.
 
 Title and session id, Stop and Accept all, the status line, a pending approval (announced
-here, with its buttons, wherever its entry sits in the timeline), the plan, the red line of
+here; its one set of buttons is on its entry in the timeline), the plan, the red line of
 an unconfined sandbox, and the message a panel shows once its kernel is gone.
 """
 
@@ -55,7 +55,7 @@ def approval_html(item: ApprovalItem, more: int) -> str:
         f'<div class="codeagent-attention" role="alert" style="font-size:12px;'
         f'padding:4px 8px;border-left:3px solid {theme.WARN};background:{theme.CODE_BG}">'
         f"<b>Waiting for your approval:</b> <code>{render.esc(item.name)}</code>{others} — "
-        f"its input is shown in the timeline below.</div>"
+        f"approve or deny it below, where its input is shown.</div>"
     )
 
 
@@ -76,23 +76,9 @@ class Header:
         )
         self.status = w.HTML("")
         self.attention = w.HTML("")
-        self._asked: str | None = None
-        self.approve = button("Approve", "codeagent-approve-top", lambda: self._approve(True))
-        self.approve.button_style = "warning"
-        self.approve_session = button(
-            "Allow for this session", "codeagent-approve-session-top", self._allow
-        )
-        self.deny = button("Deny", "codeagent-deny-top", lambda: self._approve(False))
-        self.approval = w.VBox(
-            [
-                self.attention,
-                w.HBox(
-                    [self.approve, self.approve_session, self.deny],
-                    layout=w.Layout(flex_flow="row wrap"),
-                ),
-            ],
-            layout=w.Layout(display="none", width="100%"),
-        )
+        # Only the announcement: the buttons are the entry's own, in the timeline (two sets
+        # read as two questions, and crowd a narrow side panel).
+        self.approval = w.VBox([self.attention], layout=w.Layout(display="none", width="100%"))
         self.plan = w.HTML("")
         self.widget = w.VBox(
             [
@@ -120,17 +106,7 @@ class Header:
         self.plan.value = render.plan_html(state.plan)
         pending = state.pending_approvals
         if pending:
-            self._asked = pending[0].tool_call_id
             self.attention.value = approval_html(pending[0], len(pending) - 1)
             self.approval.layout.display = ""
         else:
-            self._asked = None
             self.approval.layout.display = "none"
-
-    def _approve(self, approved: bool) -> None:
-        if self._asked is not None:
-            self.panel.approve(self._asked, approved)
-
-    def _allow(self) -> None:
-        if self._asked is not None:
-            self.panel.approve(self._asked, True, remember="session")

@@ -36,7 +36,7 @@ from .display import Placement, sidecar_class
 from .fix_magic import FixCommands
 from .fixing import FailedCell, FailureWatcher, fix_target, fix_title
 from .interrupt import InterruptWatcher
-from .live import LiveNotebook
+from .live import LiveNotebook, kernel_id
 from .magic_args import parse
 from .panel import AgentPanel
 from .transfer import Payload, serialize
@@ -156,6 +156,7 @@ class AgentMagics(FixCommands, Magics):
         )
         panel.namespace_of = self.namespace
         panel.serialize_of = self.serialize
+        _mark_kernel(panel)
         panel.label_of = self.cell_label
         panel.open_of = self.open_side
         if side and sidecar_class() is None:
@@ -178,6 +179,7 @@ class AgentMagics(FixCommands, Magics):
             print("codeagent: opening a session needs the sidecar package (pip install sidecar)")
             return
         panel = AgentPanel(client)
+        _mark_kernel(panel)
         panel.label_of = self.cell_label
         panel.open_of = self.open_side
         panel.placement = Placement(panel, side=True)
@@ -238,6 +240,14 @@ async def _release(client: AgentClient, session_id: str, running: bool) -> None:
         await client.pause(session_id)
     except CodeAgentError:
         pass
+
+
+def _mark_kernel(panel: AgentPanel) -> None:
+    """Name this kernel on the panel's element: a side panel's Reattach runs in the
+    notebook whose kernel this is."""
+    kid = kernel_id()
+    if kid:
+        panel.widget.add_class(f"codeagent-kernel-{kid}")
 
 
 def _current_cell_id(shell: Any) -> str | None:

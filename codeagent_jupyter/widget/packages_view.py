@@ -16,7 +16,10 @@ def is_install(arguments: Any) -> bool:
 
 
 def packages_html(arguments: dict[str, Any]) -> str:
-    cell = f"padding:2px 8px;border-bottom:1px solid {theme.BORDER};text-align:left"
+    """One row per wheel: name, version and size on a line, the index under them (muted,
+    wrapped anywhere): the list reads at a side panel's 230 px as in a wide cell, where a
+    four-column table was cut off or scrolled sideways."""
+    cell = f"padding:2px 4px;border-bottom:1px solid {theme.BORDER};text-align:left"
     rows = []
     total = 0
     for wheel in arguments["install"]:
@@ -25,22 +28,20 @@ def packages_html(arguments: dict[str, Any]) -> str:
         size = wheel.get("size_bytes")
         size = size if isinstance(size, int | float) and not isinstance(size, bool) else 0
         total += size
-        values = [
-            wheel.get("name", ""),
-            wheel.get("version", ""),
-            size_text(size),
-            wheel.get("index"),
-        ]
-        rows.append("".join(f'<td style="{cell}">{escape(str(v or ""))}</td>' for v in values))
-    head = "".join(
-        f'<th style="{cell};color:{theme.MUTED}">{h}</th>'
-        for h in ("package", "version", "size", "index")
-    )
+        name, version = (
+            escape(str(wheel.get("name") or "")),
+            escape(str(wheel.get("version") or "")),
+        )
+        index = escape(str(wheel.get("index") or ""))
+        rows.append(
+            f'<td style="{cell}"><b>{name}</b> {version} · {escape(size_text(size))}'
+            f'<div style="color:{theme.MUTED};overflow-wrap:anywhere">{index}</div></td>'
+        )
     body = "".join(f'<tr class="codeagent-package">{r}</tr>' for r in rows)
     reason = escape(str(arguments.get("reason", "")))
     return (
         f'<div class="codeagent-install" style="font-size:12px;color:{theme.TEXT}">'
         f"<div>{reason}</div>"
-        f'<table style="border-collapse:collapse;margin:4px 0"><tr>{head}</tr>{body}</table>'
+        f'<table style="border-collapse:collapse;margin:4px 0;width:100%">{body}</table>'
         f"<div>{len(rows)} wheel(s), {escape(size_text(total))} in all</div></div>"
     )

@@ -125,6 +125,9 @@ class AgentPanel(PanelClicks):
             layout=w.Layout(border=f"1px solid {theme.BORDER}", padding="6px", width="100%"),
         )
         self.widget.add_class("codeagent-panel")
+        # Which kernel-side widget this view shows: JupyterLab's side of the project tells a
+        # live panel from one whose kernel is gone by this id (a comm of the kernel or not).
+        self.widget.add_class(f"codeagent-model-{self.widget.model_id}")
         self._sync_controls()
 
     @property
@@ -151,24 +154,30 @@ class AgentPanel(PanelClicks):
     def apply(self, event: Event) -> None:
         """Fold one event into the state and update only what changed on screen."""
         was_running = self.state.running
+        was_asking = bool(self.state.pending_approvals)
         self.state = reduce(self.state, event)
         if was_running and not self.state.running:
             if self._transient:
                 self.say("")  # "stopping…" is answered by the run's end
             self._run_ended()
+        elif was_asking != bool(self.state.pending_approvals):
+            self._update_summary()  # the cell's stub says "waiting for your approval"
         self.refresh()
 
     def _run_ended(self) -> None:
         """Refresh what depends on a finished run: the saved summary, the session list,
         the files it changed."""
         self.changes.refresh()
+        self._update_summary()
+        if self.sessions.widget.selected_index is not None:
+            self.sessions.refresh()
+
+    def _update_summary(self) -> None:
         if self.placement is not None:
             try:
                 self.placement.update()
             except Exception:  # the summary is a copy: the panel goes on without it
                 log.exception("codeagent panel: could not update the saved summary")
-        if self.sessions.widget.selected_index is not None:
-            self.sessions.refresh()
 
     def refresh(self) -> None:
         state = self.state
@@ -240,17 +249,22 @@ class AgentPanel(PanelClicks):
                 self._warmed = True  # giving the text back is not typing
                 self.prompt.value = prompt  # nothing started: give the request back
             raise
-        self.session_id = summary["id"]
         self.installs.offered = bool(summary.get("installs", True))
-        self.header.set_session(self.session_id)
+        self._set_session(summary["id"])
         self.say("")
         self.follow()
 
     def attach(self, session_id: str) -> None:
         """Show an existing session: its events are replayed from 0, then followed live."""
+        self._set_session(session_id)
+        self.follow()
+
+    def _set_session(self, session_id: str) -> None:
+        """Name the session in the header and on the panel's element: JupyterLab's side of
+        the project finds a side panel's session there once its kernel is gone (Reattach)."""
         self.session_id = session_id
         self.header.set_session(session_id)
-        self.follow()
+        self.widget.add_class(f"codeagent-session-{session_id}")
 
     def follow(self) -> None:
         if self._follow_task is None or self._follow_task.done():

@@ -193,6 +193,8 @@ def status_html(state: SessionState, now: float, note: str = "") -> str:
     label, color = _RUN_STATUS.get(state.status, (state.status, MUTED))
     if state.status == "idle":
         label, color = "ready", MUTED
+    elif state.running and state.pending_approvals:
+        label, color = "waiting for your approval", theme.WARN
     parts = [
         f'<span class="codeagent-run-status" data-status="{esc(state.status)}" '
         f'style="color:{color};font-weight:bold">{esc(label)}</span>'

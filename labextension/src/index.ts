@@ -8,15 +8,19 @@
  *   (loading the extension first only when the kernel has not loaded it);
  * - the command "Code Agent: side panel and sessions" opens a panel in the
  *   right sidebar with the user's sessions, without a cell (sidepanel.ts);
- * - error outputs get a "Fix with codeagent" button (see fixbutton.ts).
+ * - error outputs get a "Fix with codeagent" button (see fixbutton.ts);
+ * - a `%agent` output shows the run's summary and Reattach once its widget is gone
+ *   (panelview.ts), and side panels follow their kernel (sidepanels.ts).
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
-import { INotebookTracker } from '@jupyterlab/notebook';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import { connectNotebook } from './bridge';
 import { extensionLoaded, watchErrors } from './fixbutton';
+import { addPanelRenderer } from './panelview';
 import { openSidePanel } from './sidepanel';
+import { SidePanels } from './sidepanels';
 
 export { VERSION, COMM_TARGET } from './protocol';
 
@@ -80,6 +84,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
     tracker: INotebookTracker,
     palette: ICommandPalette | null
   ): void => {
+    // Before the notebook's content renders: its saved `%agent` outputs come through us.
+    app.docRegistry.addWidgetExtension('Notebook', {
+      createNew: panel => addPanelRenderer(panel as NotebookPanel)
+    });
+    tracker.forEach(addPanelRenderer);
+    new SidePanels(app, tracker);
     tracker.forEach(connectNotebook);
     tracker.widgetAdded.connect((_, panel) => connectNotebook(panel));
     tracker.forEach(watchErrors);

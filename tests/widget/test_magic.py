@@ -110,6 +110,9 @@ async def _agent_magic_in_a_kernel(kernel: Kernel, client: AgentClient, scripted
     assert reply["status"] == "ok"
     views = [m for m in messages if m["msg_type"] == "display_data"]
     assert "application/vnd.jupyter.widget-view+json" in views[0]["content"]["data"]
+    # JupyterLab's side learns the session from its own view (none yet: it has not started).
+    panel_view = views[0]["content"]["data"]["application/vnd.codeagent.panel+json"]
+    assert panel_view == {"version": 1, "session_id": None}
     await kernel.until(f"{PANELS}[-1].state.status", "answered")
     sid = (await kernel.stream(f"print({PANELS}[-1].session_id)")).strip()
     detail = await client.session(sid)

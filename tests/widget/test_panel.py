@@ -157,8 +157,9 @@ async def _allow_for_this_session(client: AgentClient, scripted_model: Any):
     panel.send.click()
     await until(lambda: panel.state.pending_approvals)
     asked = panel.state.pending_approvals[0]
-    # Announced at the top of the panel, with its buttons, wherever its entry is.
+    # Announced at the top of the panel; the one set of buttons is the entry's own.
     assert panel.header.approval.layout.display == ""
+    assert panel.header.approval.children == (panel.header.attention,)
     assert "Waiting for your approval" in panel.header.attention.value
     assert "run_cell" in panel.header.attention.value
     code, message = await _post(

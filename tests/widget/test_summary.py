@@ -79,3 +79,18 @@ def test_the_summary_is_bounded() -> None:
     html = summary.summary_html(fold(session(big)), "abc", "")
     assert len(html) < summary.MAX_BYTES + 100_000
     assert "outputs not kept here" in html
+
+
+def test_the_stub_says_when_the_run_waits_for_an_approval() -> None:
+    """The cell's summary of a side panel's run is all the notebook shows of it: while the run
+    waits for the user it says so, not "ready"."""
+    asked = [
+        ev.RunStarted(seq=0, prompt="use tinyapp"),
+        ev.ApprovalRequested(
+            seq=1, step=1, tool_call_id="t1", name="install_packages", arguments={"install": []}
+        ),
+    ]
+    waiting = summary.summary_html(fold(asked), "abc123")
+    assert "waiting for your approval" in waiting and ">ready<" not in waiting
+    decided = fold([*asked, ev.ApprovalDecided(seq=2, tool_call_id="t1", approved=True)])
+    assert "waiting for your approval" not in summary.summary_html(decided, "abc123")
