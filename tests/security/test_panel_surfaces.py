@@ -9,7 +9,7 @@ ever ran, would push a marker naming its surface into ``window.__pwned``:
 
 plan steps, streamed text, the answer, an ``edit_cell`` diff and its reason, a helper's
 group title and body, the "restored" line of a forked session, an approval card, an error
-traceback, and a file name in a listing.
+traceback, and a file name in a listing and in the Changes section.
 
 JupyterLab, the server extension, sandbox kernels and headless Chromium are real; only the
 model is scripted, through the real server. The test asserts that every surface shows its
@@ -222,6 +222,11 @@ def test_every_panel_surface_shows_hostile_content_as_text(
     title.click()
     helpers.locator(".codeagent-helper").first.wait_for(state="visible")
 
+    # The Changes section (its file names come from the sandbox), every block opened.
+    changes = panel.locator(".codeagent-changes")
+    changes.locator(".codeagent-change").first.wait_for(state="attached", timeout=WAIT_MS)
+    changes.evaluate("e => e.querySelectorAll('details').forEach(d => { d.open = true; })")
+
     # The links (HTML and Markdown) do nothing when clicked.
     panels = page.locator(".codeagent-panel")
     links = panels.locator("a", has_text="evil")
@@ -260,6 +265,7 @@ def test_every_panel_surface_shows_hostile_content_as_text(
         "restored line": forked.locator(".codeagent-note").first,
         "traceback": panel.locator(".codeagent-traceback").first,
         "file listing": panel.locator(".codeagent-tool", has_text="list_files"),
+        "changed file": changes.locator(".codeagent-change", has_text="onerror").first,
     }
     not_text = {name: loc.inner_text()[:300] for name, loc in surfaces.items()}
     not_text = {name: shown for name, shown in not_text.items() if SHOWN not in shown}
