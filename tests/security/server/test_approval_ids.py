@@ -141,3 +141,36 @@ async def test_allow_for_this_session_allows_only_the_approved_calls_own_tool(
     assert statuses == {"call_a": "ok", "call_b": "ok", "call_c": "denied"}
     assert (jp_root_dir / "cell2.txt").exists() and not (jp_root_dir / "command.txt").exists()
     assert (await api.ok("GET", f"sessions/{sid}"))["allowed_tools"] == ["run_cell"]
+
+
+@pytest.mark.codeagent(approval=ASK, allow_unconfined=True)
+async def test_an_id_used_before_a_pause_is_refused_after_the_resume(
+    api: Api, scripted_model: Any, jp_root_dir: Path
+) -> None:
+    scripted_model.set_script(
+        [_call("call_r", "run_cell", {"code": "open('before.txt', 'w').close()"}), text("ok")]
+    )
+    sid = (await api.start("one cell"))["id"]
+    decided: list[tuple[str, int]] = []
+    await _answer_every_approval(api, sid, lambda asked: {"approve": True}, decided)
+    assert decided == [("call_r", 200)] and (jp_root_dir / "before.txt").exists()
+    paused = await api.ok("POST", f"sessions/{sid}/pause")
+    assert paused["state"] == "closed"
+
+    # The resumed session continues the conversation: call_r is taken.
+    scripted_model.set_script(
+        [_call("call_r", "run_cell", {"code": "open('after.txt', 'w').close()"}), text("ok")]
+    )
+    await api.ok("POST", f"sessions/{sid}/messages", {"text": "once more"}, 202)
+    ws = await api.connect(sid, paused["next_seq"])
+    try:
+        events = await api.read_until(
+            ws, lambda e: e["type"] in ("approval_requested", "run_finished"), timeout=120
+        )
+    finally:
+        ws.close()
+    assert events[-1]["type"] == "run_finished", "no approval may be asked for a reused id"
+    assert events[-1]["status"] == "answered"
+    refused = of_type(events, "tool_call_finished")
+    assert [(e["tool_call_id"], e["status"]) for e in refused] == [("call_r", "refused")]
+    assert not (jp_root_dir / "after.txt").exists()
