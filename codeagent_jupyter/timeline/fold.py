@@ -179,8 +179,9 @@ def _tool_call_finished(s: SessionState, e: ev.ToolCallFinished) -> SessionState
     if e.name in HIDDEN_TOOLS:
         return s
     index = _find(s, lambda i: isinstance(i, (CellItem, ToolItem)) and i.tool_call_id == tcid)
-    reused = index is not None and s.items[index].finished  # type: ignore[union-attr]
-    if reused:  # a call reusing a finished call's id (refused): its own line, never that one's
+    found = s.items[index] if index is not None else None
+    if isinstance(found, (CellItem, ToolItem)) and found.finished:
+        # a call reusing a finished call's id (refused): its own line, never that one's
         item = ToolItem(f"tool-{tcid}-{e.seq}", tcid, e.step, e.name, None)
         s, index = replace(s, items=(*s.items, item)), len(s.items)
     elif index is not None and isinstance(s.items[index], CellItem):

@@ -18,6 +18,9 @@ from typing import Any
 
 import pytest
 
+from codeagent_jupyter import events as ev
+from codeagent_jupyter.timeline.fold import fold
+from codeagent_jupyter.timeline.state import ToolItem
 from tests.scripted_model import text
 from tests.server.helpers import Api, of_type
 
@@ -108,6 +111,14 @@ async def test_a_reused_call_id_never_carries_an_approval_to_another_tool(
     assert "already used in this session" in tools[1][1]
 
     assert summary["pending_approvals"] == []
+
+    # What the panel draws from those events keeps the denied command and the refused cell
+    # apart: the refusal never overwrites the command's line, and the id names the command.
+    view = fold(ev.Event.from_dict(e) for e in (await api.ok("GET", f"sessions/{sid}"))["events"])
+    lines = [(i.name, i.status) for i in view.items if isinstance(i, ToolItem)]
+    assert lines == [("run_command", "denied"), ("run_cell", "refused"), ("run_command", "denied")]
+    owner = view.tool_call("call_dup")
+    assert owner is not None and owner.name == "run_command"
 
 
 @pytest.mark.codeagent(approval=ASK, allow_unconfined=True)
