@@ -21,6 +21,8 @@ from ..config import AgentConfig, system_prompt
 from ..errors import ModelError, ReplayError
 from .budget import bounded, budget_line, images_message
 from .bus import EventBus
+from .call_ids import CallIds, duplicate_text
+from .outcome import ToolOutcome
 from .ports import EventSink, Model, SandboxPort, ToolHooks
 from .runner import Approver, ToolRunner
 from .starting import HeadStart, StartingSandbox
@@ -68,6 +70,8 @@ class AgentLoop:
             *(dict(m) for m in history),
         ]
         self.usage = Totals()
+        self._call_ids = CallIds(self.messages)
+        """Tool call ids used in the session: one reused is refused (``call_ids``)."""
         self.running = False
         self.run_index = run_index
         """Runs before this one (0: the next run is the session's first)."""
@@ -286,7 +290,10 @@ class AgentLoop:
             publish=self.bus.publish,
             charge=lambda usage: self._charge(step, usage),
         )
-        outcome, well_formed = await self.runner.run(ctx, name, function.get("arguments"))
+        if self._call_ids.claim(call_id):
+            outcome, well_formed = await self.runner.run(ctx, name, function.get("arguments"))
+        else:  # decisions are keyed by the id: a reused one must never reach an approval
+            outcome, well_formed = ToolOutcome.refused(duplicate_text(call_id)), False
         if outcome.plan is not None:
             self.bus.publish(ev.PlanUpdated, steps=outcome.plan)
         self._tool_message(call_id, outcome.text)

@@ -23,8 +23,8 @@ enables it on ``pip install``. Routes (all behind the server's auth, resource ``
     POST   sessions/ID/pause                       stop after the step in flight, release the
                                                    sandbox; a message resumes it
     POST   sessions/ID/approvals/CALL {approve, remember?}  decide a tool call under "ask"
-                                                ("remember": "session" allows the tool
-                                                for the rest of the session)
+                                                ("remember": "session" allows the waiting
+                                                call's own tool for the rest of the session)
     POST   sessions/ID/cells/CALL/accept|reject    record the user's decision
     GET    sessions/ID/notebook                    the session .ipynb
     POST   sessions/ID/packages {packages, reason}  install between runs, without the model

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,15 @@ log = logging.getLogger(__name__)
 STARTING, RUNNING, IDLE, CLOSED = "starting", "running", "idle", "closed"
 TITLE_CHARS = 80
 """How much of the first request ``summary()["title"]`` shows (its first line)."""
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A tool call waiting for the user's decision, as the loop asked it (name, arguments)."""
+
+    future: asyncio.Future[bool]
+    name: str
+    arguments: Any
 
 
 class AgentSession:
@@ -71,7 +81,7 @@ class AgentSession:
         self.last_activity = time.monotonic()
         self.updated = self.created
         """Wall-clock time of the last event or run start (for a list of sessions)."""
-        self._approvals: dict[str, asyncio.Future[bool]] = {}
+        self._approvals: dict[str, Waiting] = {}
         self.allowed: set[str] = set()
         """Tools the user allowed for the rest of the session ("allow for this session")."""
         self.paused = False
@@ -214,11 +224,17 @@ class AgentSession:
 
     async def approve(self, tool_call_id: str, name: str, arguments: Any) -> tuple[bool, str]:
         """The loop's approver: a tool the user allowed for the session is approved at once;
-        otherwise waits until a client decides (or the run is stopped)."""
+        otherwise waits until a client decides (or the run is stopped).
+
+        What waits is recorded here with the call's own tool name and arguments, as the loop
+        asked: a decision (and "allow for this session") binds to them, never to whatever
+        else the timeline shows under the same model-chosen id."""
         if name in self.allowed:
             return True, "session"
+        if tool_call_id in self._approvals:  # the loop refuses reused ids; never rebind one
+            return False, ""
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._approvals[tool_call_id] = future
+        self._approvals[tool_call_id] = Waiting(future, name, arguments)
         try:
             approved = await future
         finally:
@@ -227,18 +243,17 @@ class AgentSession:
 
     def decide_approval(self, tool_call_id: str, approved: bool, remember: str = "") -> None:
         """Answer a waiting call; ``remember="session"`` with an approval also allows the
-        tool for every later call of this session (never a denial: a denied tool is asked
-        again)."""
-        future = self._approvals.get(tool_call_id)
-        if future is None or future.done():
+        waiting call's own tool for every later call of this session (never a denial: a
+        denied tool is asked again)."""
+        waiting = self._approvals.get(tool_call_id)
+        if waiting is None or waiting.future.done():
             asked = self.view.approval(tool_call_id)
             if asked is not None and asked.approved is not None:
                 raise ApiError(409, f"tool call {tool_call_id} was already decided")
             raise ApiError(404, f"no approval is waiting for tool call {tool_call_id}")
-        asked = self.view.approval(tool_call_id)
-        if approved and remember == "session" and asked is not None:
-            self.allowed.add(asked.name)
-        future.set_result(approved)
+        if approved and remember == "session":
+            self.allowed.add(waiting.name)
+        waiting.future.set_result(approved)
 
     def decide_cell(self, cell_id: str, accepted: bool, recorder_factory: Any) -> dict[str, Any]:
         """Record the user's accept/reject of a finished code cell in events and notebook.

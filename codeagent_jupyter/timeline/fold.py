@@ -182,7 +182,12 @@ def _tool_call_finished(s: SessionState, e: ev.ToolCallFinished) -> SessionState
     if e.name in HIDDEN_TOOLS:
         return s
     index = _find(s, lambda i: isinstance(i, (CellItem, ToolItem)) and i.tool_call_id == tcid)
-    if index is not None and isinstance(s.items[index], CellItem):
+    found = s.items[index] if index is not None else None
+    if isinstance(found, (CellItem, ToolItem)) and found.finished:
+        # a call reusing a finished call's id (refused): its own line, never that one's
+        item = ToolItem(f"tool-{tcid}-{e.seq}", tcid, e.step, e.name, None)
+        s, index = replace(s, items=(*s.items, item)), len(s.items)
+    elif index is not None and isinstance(s.items[index], CellItem):
         current = s.items[index]
         assert isinstance(current, CellItem)
         done = replace(

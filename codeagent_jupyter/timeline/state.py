@@ -222,8 +222,9 @@ class SessionState:
         return next((i.title for i in self.items if isinstance(i, PromptItem)), "")
 
     def tool_call(self, tool_call_id: str) -> CellItem | ToolItem | None:
-        """The timeline entry of a tool call that started or finished (None otherwise)."""
-        for item in reversed(self.items):
+        """The timeline entry of a tool call that started or finished (None otherwise):
+        the first, whose call owns the id (a later call reusing it was refused)."""
+        for item in self.items:
             if isinstance(item, (CellItem, ToolItem)) and item.tool_call_id == tool_call_id:
                 return item
         return None

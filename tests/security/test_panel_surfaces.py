@@ -9,7 +9,8 @@ ever ran, would push a marker naming its surface into ``window.__pwned``:
 
 plan steps, streamed text, the answer, an ``edit_cell`` diff and its reason, a helper's
 group title and body, the "restored" line of a forked session, an approval card, an error
-traceback, and a file name in a listing.
+traceback, a file name in a listing and in the Changes section, and a prompt in the list
+of sessions.
 
 JupyterLab, the server extension, sandbox kernels and headless Chromium are real; only the
 model is scripted, through the real server. The test asserts that every surface shows its
@@ -112,7 +113,8 @@ HELPER = [
     tool_calls(("run_cell", {"code": f"print({payload('helper-out')!r})"}), content="helper"),
     text(payload("helper-answer")),
 ]
-FORK_PROMPT = "carry on from here"
+FORK_PROMPT = "carry on from here " + short("session-prompt")
+"""Also the forked session's prompt in the list of sessions."""
 
 
 def respond(messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -222,6 +224,16 @@ def test_every_panel_surface_shows_hostile_content_as_text(
     title.click()
     helpers.locator(".codeagent-helper").first.wait_for(state="visible")
 
+    # The Changes section (its file names come from the sandbox), every block opened.
+    changes = panel.locator(".codeagent-changes")
+    changes.locator(".codeagent-change").first.wait_for(state="attached", timeout=WAIT_MS)
+    changes.evaluate("e => e.querySelectorAll('details').forEach(d => { d.open = true; })")
+
+    # The list of sessions, opened: the forked one's prompt is in it.
+    panel.locator(".codeagent-sessions .jupyter-widget-Collapse-header").first.click()
+    listed = panel.locator(f'.codeagent-session-row[data-session="{fork["id"]}"]')
+    listed.wait_for(timeout=WAIT_MS)
+
     # The links (HTML and Markdown) do nothing when clicked.
     panels = page.locator(".codeagent-panel")
     links = panels.locator("a", has_text="evil")
@@ -246,7 +258,9 @@ def test_every_panel_surface_shows_hostile_content_as_text(
 
     # Nothing live on screen.
     live = panels.locator(LIVE)
-    assert live.count() == 0, [live.nth(i).evaluate("e => e.outerHTML") for i in range(3)]
+    assert live.count() == 0, [
+        live.nth(i).evaluate("e => e.outerHTML") for i in range(min(3, live.count()))
+    ]
 
     # Each surface shows its payload as text.
     surfaces = {
@@ -260,6 +274,8 @@ def test_every_panel_surface_shows_hostile_content_as_text(
         "restored line": forked.locator(".codeagent-note").first,
         "traceback": panel.locator(".codeagent-traceback").first,
         "file listing": panel.locator(".codeagent-tool", has_text="list_files"),
+        "changed file": changes.locator(".codeagent-change", has_text="onerror").first,
+        "session list": listed,
     }
     not_text = {name: loc.inner_text()[:300] for name, loc in surfaces.items()}
     not_text = {name: shown for name, shown in not_text.items() if SHOWN not in shown}

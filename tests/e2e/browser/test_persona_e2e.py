@@ -1,5 +1,5 @@
 """``@codeagent`` in JupyterLab's chat panel with Jupyter AI 3.2 (headless Chromium, real
-sandboxes, the scripted model).
+sandboxes, the scripted model): a request answered, and a hostile one shown as text.
 
 Skipped where Jupyter AI is not installed, unless ``CODEAGENT_JUPYTER_AI_TESTS=required``
 (CI's Jupyter AI lane) makes that a failure. The picture of docs/jupyter-ai.md is saved as
@@ -24,6 +24,7 @@ from tests.e2e.browser.lab import LabPage
 from tests.e2e.browser.test_first_hour_e2e import write
 from tests.e2e.browser.test_panel_e2e import _for_docs
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
+from tests.security.test_panel_html import CONTROL_MARKERS, CONTROLS
 
 pytestmark = needs_jupyter_ai
 
@@ -107,3 +108,95 @@ def test_the_persona_replies_in_the_chat_panel_and_a_cell_goes_into_the_notebook
     page.wait_for_function("document.body.dataset.jpThemeLight === 'false'")
     answer.scroll_into_view_if_needed()
     screenshot(page, "answer-dark")
+
+
+LEAK = "http://127.0.0.1:9/leak-"
+"""Where every payload's image points: nothing listens, only the request would tell."""
+
+
+def hostile(field: str) -> str:
+    """A payload for one model- or sandbox-written field: a remote image with a handler, a
+    script, an SVG handler and a ``javascript:`` link, each pushing ``field`` if it ran."""
+    push = f"(window.__pwned=window.__pwned||[]).push('{field}')"
+    return (
+        f'<img src="{LEAK}{field}.png" onerror="{push}"> <script>{push}</script> '
+        f'<svg onload="{push}"></svg> <a href="javascript:{push}">evil link</a> '
+        f"[evil md link](javascript:{push})"
+    )
+
+
+def test_hostile_content_in_the_chat_is_shown_as_text_and_fetches_nothing(
+    jupyterlab_server: tuple[str, str, Path],
+    browser_page: Any,
+    screenshot: Any,
+    model_server: ScriptedModelServer,  # noqa: F811  (the fixture imported above)
+) -> None:
+    """The attack: what the model writes and what its cells print carry script and remote
+    images. In the chat it is all text: no payload runs, no image is fetched, clicking the
+    links runs nothing (the chat sanitizes too; the persona's bodies must not need it)."""
+    base_url, token, root = jupyterlab_server
+    cell = (
+        "from IPython.display import HTML, display\n"
+        f"print({hostile('stdout')!r})\n"
+        f"display(HTML({hostile('html-output')!r}))\n"
+        f"raise ValueError({hostile('traceback')!r})"
+    )
+    model_server.set_script(
+        [
+            tool_calls(
+                ("update_plan", {"steps": [{"step": hostile("plan"), "status": "done"}]}),
+                ("run_cell", {"code": cell}),
+                content=hostile("comment"),
+            ),
+            tool_calls((f'<img src="{LEAK}tool-name.png">', {"x": hostile("arguments")})),
+            text(hostile("answer")),
+        ]
+    )
+    (root / "hostile.chat").write_text("")
+    page = browser_page
+    page.set_viewport_size({"width": 1500, "height": 1400})
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
+    # A workspace of its own: the default one restores what an earlier test left open.
+    page.goto(f"{base_url}lab/workspaces/hostile/tree/hostile.chat?token={token}")
+    page.wait_for_function("() => window.jupyterapp !== undefined")
+    page.evaluate("async () => { await window.jupyterapp.restored; }")
+    chat = page.locator(".jp-chat-messages-container").first
+    box = page.locator(".jp-chat-input-container textarea").first
+    box.wait_for(state="visible")
+    page.locator(".jp-jai-personaControls-persona", has_text="codeagent").wait_for()
+    box.click()
+    box.fill("@codeagent show me what the data says")
+    box.press("Enter")
+    chat.locator(".codeagent-chat-end").first.wait_for(timeout=120_000)
+    links = chat.locator("a", has_text="evil")
+    for i in range(links.count()):
+        links.nth(i).click(no_wait_after=True)
+    # The harness sees an execution: the same kinds of payloads, put into a plain element,
+    # fire; by then the chat's had every chance to fire theirs.
+    page.evaluate(
+        "(html) => { const d = document.createElement('div');"
+        " document.body.appendChild(d); d.innerHTML = html; }",
+        "".join(CONTROLS),
+    )
+    page.wait_for_function(
+        "(want) => want.every(m => (window.__pwned || []).includes(m))",
+        arg=sorted(CONTROL_MARKERS),
+        timeout=15_000,
+    )
+    screenshot(page, "hostile-chat")
+
+    fired = page.evaluate("window.__pwned || []")
+    assert [m for m in fired if not m.startswith("control-")] == []
+    assert [url for url in fetched if url.startswith(LEAK)] == []
+    live = chat.locator(  # (the chat's own icons are SVG: not those, only what came in)
+        ":is(script, iframe, :is(.jp-RenderedHTMLCommon, .codeagent-chat) svg:not([data-icon]),"
+        " [onerror], [onload], a[href^='javascript:' i], img[src^='http'])"
+    )
+    assert live.count() == 0, [
+        live.nth(i).evaluate("e => e.outerHTML") for i in range(min(3, live.count()))
+    ]
+    shown = chat.inner_text()
+    for field in ("plan", "comment", "stdout", "traceback", "tool-name", "answer"):
+        assert field in shown, f"{field} is not shown"
+    assert shown.count("<img src=") >= 5, "the payloads are shown as text"
