@@ -194,6 +194,8 @@ class AgentSession:
             self._status = ev.ERROR
         finally:
             self.touch()
+        if self.changes is not None:  # idle only once the notebook ends with its change set
+            await self.changes.settled()
 
     def cancel(self) -> bool:
         """Interrupt the running cell and stop the run; False when nothing was running."""

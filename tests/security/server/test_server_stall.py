@@ -1,0 +1,96 @@
+"""One user's change set cannot stall the server for the others (issue 31, item 4).
+
+The attack: the model's code rewrites two 10,000-line text files so that difflib's matching
+goes super-linear (a hundred short lines repeated, each under difflib's 1 % "popular"
+threshold, then shifted: every line matches a hundred others and no long block does). The
+server computes the session's change set at the run's end and again for ``GET …/changes``.
+Meanwhile bob polls the Jupyter server's ``GET /api/status``; his worst wait is measured.
+Computed on the event loop, that wait was the whole diff (seconds); off the loop, with the
+diff refused as too costly, it is the time of an ordinary request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.scripted_model import text, tool_calls
+from tests.security.server.conftest import TokenUsers, as_user
+from tests.server.helpers import Api
+
+ALICE, BOB = as_user("alice-token"), as_user("bob-token")
+LINES = 10_000
+WORST_S = 2.0
+"""Bob's worst wait allowed: generous for a loaded CI machine; a stalled loop takes longer."""
+
+
+def _lines(period: int, shift: int) -> str:
+    return "".join(f"x{(i + shift) % period}\n" for i in range(LINES))
+
+
+REWRITE = (
+    "for name in ('a.txt', 'b.txt'):\n"
+    f"    open(name, 'w').write(''.join(f'x{{(i + 50) % 99}}\\n' for i in range({LINES})))\n"
+)
+
+
+async def _poll(fetch: Any, stop: asyncio.Event, waits: list[float]) -> None:
+    """Bob's ``GET /api/status`` every 50 ms until told to stop; each wait recorded."""
+    while not stop.is_set():
+        began = time.monotonic()
+        response = await fetch(
+            "api",
+            "status",
+            headers=BOB,
+            raise_error=False,
+            request_timeout=300,
+            connect_timeout=300,
+        )
+        waits.append(time.monotonic() - began)
+        assert response.code == 200
+        await asyncio.sleep(0.05)
+
+
+async def _finished(api: Api, sid: str) -> None:
+    for _ in range(900):
+        detail = (await api.call("GET", f"sessions/{sid}", headers=ALICE))[1]
+        if detail["status"] is not None and detail["state"] == "idle":
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"session {sid} did not finish")
+
+
+@pytest.mark.server_app(identity_provider_class=TokenUsers)
+@pytest.mark.codeagent(allow_unconfined=True)  # about the server's loop, not isolation
+async def test_a_pathological_diff_does_not_stall_other_users(
+    api: Api, jp_fetch: Any, scripted_model: Any, jp_root_dir: Path
+) -> None:
+    for name in ("a.txt", "b.txt"):
+        (jp_root_dir / name).write_text(_lines(101, 0))
+    scripted_model.set_script([tool_calls(("run_cell", {"code": REWRITE})), text("done")])
+    code, session = await api.call("POST", "sessions", {"prompt": "go"}, headers=ALICE)
+    assert code == 201, session
+    sid = session["id"]
+    stop, waits = asyncio.Event(), []
+    poller = asyncio.ensure_future(_poll(jp_fetch, stop, waits))
+    try:
+        await _finished(api, sid)  # the run's end computes the change set for the notebook
+        code, changes = await asyncio.wait_for(
+            api.call("GET", f"sessions/{sid}/changes", headers=ALICE), 120
+        )
+    finally:
+        stop.set()
+        await asyncio.wait_for(poller, 120)
+    worst = max(waits)
+    print(f"bob's worst GET /api/status: {worst * 1000:.0f} ms over {len(waits)} requests")
+    assert worst < WORST_S, f"bob waited {worst:.1f} s for /api/status"
+    assert code == 200, changes
+    files = {f["path"]: f for f in changes["files"]}
+    assert sorted(files) == ["a.txt", "b.txt"]
+    for found in files.values():
+        assert found["note"] == "diff omitted: too costly, 10,000 lines changed", found
+        assert found["diff"] == []
