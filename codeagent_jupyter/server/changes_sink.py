@@ -54,7 +54,8 @@ def whole_changes(meta: dict[str, Any], store: Any, exclude: frozenset[str]) -> 
 class ServerChangesCell:
     """The server's change-set sink: ``ChangesCell``'s job, with the work off the loop."""
 
-    def __init__(self, store: Any, recorder: Any, exclude: frozenset[str]) -> None:
+    def __init__(self, store: Any, recorder: Any, exclude: frozenset[str], session: Any) -> None:
+        self.session = session
         self.store = store
         self.recorder = recorder
         self.exclude = exclude
@@ -71,6 +72,9 @@ class ServerChangesCell:
         """Recompute in a worker, place the cell and save. Never raises: the cell is a
         summary, not worth a failed run."""
         async with self.lock:
+            snapshots = self.session.snapshots
+            if snapshots is not None and hasattr(snapshots, "settled"):
+                await snapshots.settled()  # the run's last snapshot is listed
             recorder = self.recorder
             meta = frozen(recorder.notebook.metadata["codeagent"])
             try:
@@ -103,5 +107,5 @@ def attach(manager: Any, session: Any, recorder: Any, workdir: Path) -> None:
         changes = session.changes
         changes.recorder, changes.store, changes.exclude = recorder, store, exclude
     else:
-        session.changes = ServerChangesCell(store, recorder, exclude)
+        session.changes = ServerChangesCell(store, recorder, exclude, session)
     session.bus.subscribe(session.changes.emit)

@@ -25,7 +25,7 @@ from ..mcp.results import offered
 from ..mcp.server import SessionRefused, instructions
 from ..mcp.session import SAVE_DELAY_S, ToolSession, sandbox_tools
 from . import lifecycle
-from .assembly import session_hooks, snapshot_sink
+from .assembly import settled_hooks, snapshot_sink
 from .errors import ApiError
 from .session import CLOSED, IDLE, RUNNING, STARTING, AgentSession
 from .supply import shutdown_quietly
@@ -241,7 +241,7 @@ class McpHub:
             sandbox,
             session.bus,
             config=manager.settings.agent_config(),
-            hooks=session_hooks(manager, session),
+            hooks=settled_hooks(manager, session),
             on_activity=session.touch,
         )
         session.attach(None, sandbox, recorder)
