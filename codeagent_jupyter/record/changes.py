@@ -13,16 +13,19 @@ Over 300 lines on purpose: whole-session and per-step change sets share the mani
 and its bounds; their kinds (``change_kinds``) and text (``changes_text``) are apart.
 
 What callers can rely on: the cost is bounded by the manifests' size plus at most
-``DETAIL_FILES`` blobs of at most ``READ_MAX`` bytes each; a file larger than that (a 1 GB
-file is only referenced by the store anyway) is one line with its sizes. Diffs keep their
-first ``DIFF_LINES`` lines (and ``TOTAL_LINES`` over the whole set) and say where they were
-cut. ``NoSnapshots`` means there is nothing to compare (``codeagent diff`` exits 1).
+``DETAIL_FILES`` blobs of at most ``READ_MAX`` bytes each, read within ``DETAIL_SECONDS``;
+a file larger than that (a 1 GB file is only referenced by the store anyway) is one line
+with its sizes, and a diff whose matching would cost too much is omitted and says so
+(``change_kinds.DIFF_CHANGED``). Diffs keep their first ``DIFF_LINES`` lines (and
+``TOTAL_LINES`` over the whole set) and say where they were cut. ``NoSnapshots`` means
+there is nothing to compare (``codeagent diff`` exits 1).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +40,9 @@ DIFF_LINES = 400
 """Lines of one file's diff (or cell summary) kept; the rest is cut, and that is said."""
 TOTAL_LINES = 5_000
 """Lines of diff kept over a whole change set."""
+DETAIL_SECONDS = 10.0
+"""Time for reading and diffing files in one change set; files left after it are listed by
+size (each diff is bounded by ``change_kinds.DIFF_CHANGED``, this bounds their sum)."""
 THUMBNAIL_MAX = 256 << 10
 """Largest image sent whole as a thumbnail (a data URL) to the panel."""
 NAMED = 10
@@ -323,6 +329,7 @@ class _Budget:
     def __init__(self) -> None:
         self.files = DETAIL_FILES
         self.lines = TOTAL_LINES
+        self.deadline = time.monotonic() + DETAIL_SECONDS
 
 
 def _file(store: Any, path: str, a: Any, b: Any, budget: _Budget, thumbnails: bool) -> FileChange:
@@ -338,6 +345,10 @@ def _file(store: Any, path: str, a: Any, b: Any, budget: _Budget, thumbnails: bo
     if budget.files <= 0 or budget.lines <= 0:
         change.kind = "unread"
         change.note = f"not read: the change set describes at most {DETAIL_FILES} files"
+        return change
+    if time.monotonic() > budget.deadline:
+        change.kind = "unread"
+        change.note = f"not read: the change set took its {DETAIL_SECONDS:.0f} s"
         return change
     budget.files -= 1
     try:

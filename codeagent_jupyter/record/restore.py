@@ -12,6 +12,7 @@ store has collected since, is not restored: one line says so, and the cells stil
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,7 +82,7 @@ async def rebuild(plan: ResumePlan, sandbox: SandboxPort, store: SnapshotStore |
         done.problems.append("no workspace snapshot in this session: files not restored")
     else:
         try:
-            restored = store.restore(snapshot, target, budget_mb=budget)
+            restored = await asyncio.to_thread(store.restore, snapshot, target, budget_mb=budget)
         except (DiskBudgetError, ConfigError) as e:
             done.problems.append(f"files not restored: {e}")
             snapshot = None
@@ -104,7 +105,7 @@ async def rebuild(plan: ResumePlan, sandbox: SandboxPort, store: SnapshotStore |
                 done.problems.append(f"{label} differs on re-run: {difference(expected, actual)}")
     if snapshot is not None and store is not None and plan.cells:
         try:  # the files as the step left them, not as re-run
-            store.restore(snapshot, target, budget_mb=budget)
+            await asyncio.to_thread(store.restore, snapshot, target, budget_mb=budget)
             kept = set(store.manifest(snapshot)["files"]) | set(plan.snapshot.get("skipped") or {})
             rerun_leftovers.remove_new(target, had, kept)
         except (DiskBudgetError, ConfigError) as e:

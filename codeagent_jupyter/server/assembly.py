@@ -19,7 +19,6 @@ from ..core.assembly import build_agent
 from ..core.loop import AgentLoop
 from ..errors import ConfigError
 from ..packages.installer import Installer
-from ..record.snapshot_sink import SnapshotRecorder
 from ..record.snapshots import SnapshotStore
 from ..tools import ToolBox
 from ..tools.install import InstallTool
@@ -27,6 +26,7 @@ from .changes_sink import attach as keep_changes_cell
 from .delegation import helper_tool
 from .errors import ApiError
 from .session import AgentSession
+from .snapshot_worker import OffLoopSnapshots, SettledFirst
 
 
 def build_session_agent(
@@ -84,7 +84,7 @@ def build_session_agent(
         session.bus,
         config,
         tools=tools,
-        hooks=session_hooks(manager, session),
+        hooks=settled_hooks(manager, session),
         approver=session.approve,
         context=context,
         history=history,
@@ -116,10 +116,18 @@ def snapshot_sink(manager: Any, session: AgentSession, recorder: Any, workdir: A
     meta = recorder.notebook.metadata["codeagent"]
     if session.snapshots is not None:  # resumed again: the same sink, the current notebook
         session.snapshots.meta, session.snapshots.workdir = meta, workdir
+        session.snapshots.recorder = recorder
         return
     store = store_of(manager, session.owner)
-    session.snapshots = SnapshotRecorder(store, workdir, meta, session=session.id)
+    session.snapshots = OffLoopSnapshots(store, workdir, meta, session=session.id)
+    session.snapshots.recorder = recorder
     session.bus.subscribe(session.snapshots.emit, first=True)
+
+
+def settled_hooks(manager: Any, session: AgentSession) -> Any:
+    """The session's tool hooks (``session_hooks``) behind a wait for its workspace
+    snapshots: no tool call starts while the last step's snapshot is being taken."""
+    return SettledFirst(session.snapshots, session_hooks(manager, session), session.id)
 
 
 def session_hooks(manager: Any, session: AgentSession) -> Any:

@@ -20,6 +20,7 @@ kept in step with every run's end and every revert.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,10 @@ from ..record.changes_cell import place
 from ..record.changes_revert import RevertError, revert
 from ..record.reader import parse_session
 from .bodies import body_schema
-from .changes_sink import own_paths
+from .changes_sink import frozen, own_paths, whole_changes
 from .errors import ApiError
 from .handlers import BaseHandler
+from .offloop import off_loop
 from .signing import UnsignedNotebook
 from .store import read_regular
 
@@ -43,9 +45,8 @@ REVERT = body_schema({"path": "string"}, {"force": "boolean"})
 
 
 def _notebook(manager: Any, session: Any) -> Any:
-    """The session notebook: the live recorder's, else the signed file on disk."""
-    if session.recorder is not None:
-        return session.recorder.notebook
+    """The session notebook from its signed file on disk (a session without a live
+    recorder). Runs in a worker: the file holds what the sandbox printed."""
     try:
         text = read_regular(session.path)
     except (OSError, UnicodeDecodeError):
@@ -66,13 +67,16 @@ def workdir_of(manager: Any, session: Any) -> Path:
     return Path(manager.resolver.workdir_for(session.notebook_path))
 
 
-def change_set(manager: Any, session: Any, notebook: Any, step: int | None) -> dict[str, Any]:
-    """The JSON of a change set (what both routes answer)."""
-    store = manager.snapshots.store_for(session.owner)
-    meta = notebook.metadata["codeagent"]
-    exclude = own_paths(manager, session, workdir_of(manager, session))
+def _inputs(notebook: Any) -> tuple[dict[str, Any], list[tuple[int, int]]]:
+    """What a change set reads of ``notebook``, copied (on the loop, for a live one)."""
+    return frozen(notebook.metadata["codeagent"]), known_steps(notebook)
+
+
+def _compute(
+    meta: dict[str, Any], steps: list[tuple[int, int]], store: Any, step: int | None, exclude: Any
+) -> dict[str, Any]:
+    """The JSON of a change set (what both routes answer); runs in a worker."""
     try:
-        steps = known_steps(notebook)
         changes = session_changes(
             meta, store, step=step, steps=steps, thumbnails=True, exclude=exclude
         )
@@ -81,6 +85,24 @@ def change_set(manager: Any, session: Any, notebook: Any, step: int | None) -> d
     except ConfigError as e:
         raise ApiError(400, str(e)) from None
     return {"available": True, **changes.to_dict()}
+
+
+def _read_and_compute(
+    manager: Any, session: Any, store: Any, step: int | None, exclude: Any
+) -> dict[str, Any]:
+    """A closed session's change set: its notebook read from disk, then compared."""
+    return _compute(*_inputs(_notebook(manager, session)), store, step, exclude)
+
+
+async def change_set(manager: Any, session: Any, notebook: Any, step: int | None) -> dict[str, Any]:
+    """The JSON of a change set, computed off the event loop (``offloop``). ``notebook``:
+    the live one, or None to read the session's file on disk."""
+    store = manager.snapshots.store_for(session.owner)
+    exclude = own_paths(manager, session, workdir_of(manager, session))
+    if notebook is None:
+        return await off_loop(_read_and_compute, manager, session, store, step, exclude)
+    meta, steps = _inputs(notebook)
+    return await off_loop(_compute, meta, steps, store, step, exclude)
 
 
 class ChangesHandler(BaseHandler):
@@ -93,8 +115,26 @@ class ChangesHandler(BaseHandler):
             if not raw.isdigit() or int(raw) <= 0 or len(raw) > 9:
                 raise ApiError(400, "step must be a positive whole number")
             step = int(raw)
-        notebook = _notebook(self.manager, session)
-        self.reply({"session_id": session.id, **change_set(self.manager, session, notebook, step)})
+        live = session.recorder.notebook if session.recorder is not None else None
+        answer = await change_set(self.manager, session, live, step)
+        self.reply({"session_id": session.id, **answer})
+
+
+def _revert_and_compare(
+    store: Any,
+    meta: dict[str, Any],
+    workdir: Path,
+    path: str,
+    force: bool,
+    session: Any,
+    exclude: Any,
+) -> tuple[Any, dict[str, Any], Any]:
+    """Put ``path`` back (through the confined workspace), then the new change set twice
+    over: as the route's JSON and as the notebook's cell. Runs in a worker."""
+    done = revert(store, meta, workdir, path, force=force, session=session.id, exclude=exclude)
+    copied = frozen(meta)
+    answer = _compute(copied, [], store, None, exclude)
+    return done, answer, whole_changes(copied, store, exclude)
 
 
 class RevertHandler(BaseHandler):
@@ -108,32 +148,35 @@ class RevertHandler(BaseHandler):
         recorder = session.recorder
         if recorder is None:  # a closed session read from disk: continue its notebook
             try:
-                recorder = manager.signer.reopen(session.path)
+                recorder = await off_loop(manager.signer.reopen, session.path)
             except (UnsignedNotebook, OSError) as e:
                 raise ApiError(409, f"session {session_id} cannot be changed: {e}") from None
         workdir = workdir_of(manager, session)
         meta = recorder.notebook.metadata["codeagent"]
         store = manager.snapshots.store_for(session.owner)
         exclude = own_paths(manager, session, workdir)
-        try:
-            done = revert(
-                store,
-                meta,
-                workdir,
-                body["path"],
-                force=bool(body.get("force")),
-                session=session.id,
-                exclude=exclude,
-            )
-        except RevertError as e:
-            raise ApiError(e.status, str(e)) from None
-        answer = change_set(manager, session, recorder.notebook, None)
-        try:
-            place(recorder.notebook, session_changes(meta, store, exclude=exclude))
-        except NoSnapshots:
-            place(recorder.notebook, None)
-        recorder.save()
+        lock = session.changes.lock if session.changes is not None else _NO_SINK
+        async with lock:
+            try:
+                done, answer, cell = await off_loop(
+                    _revert_and_compare,
+                    store,
+                    meta,
+                    workdir,
+                    body["path"],
+                    bool(body.get("force")),
+                    session,
+                    exclude,
+                )
+            except RevertError as e:
+                raise ApiError(e.status, str(e)) from None
+            place(recorder.notebook, cell)
+            recorder.save()
         self.reply({"reverted": done.to_dict(), "changes": {"session_id": session.id, **answer}})
+
+
+_NO_SINK = contextlib.nullcontext()
+"""A closed session read from disk has no change-set sink whose order to keep."""
 
 
 def routes() -> list[tuple[str, type]]:

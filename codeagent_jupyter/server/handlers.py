@@ -21,6 +21,7 @@ from .. import events as ev
 from . import bodies
 from .bodies import check_body
 from .errors import ApiError
+from .offloop import off_loop
 from .policy import Caller, groups_of
 
 AUTH_RESOURCE = "codeagent"
@@ -203,7 +204,8 @@ class NotebookHandler(BaseHandler):
     async def get(self, session_id: str) -> None:
         session = self.session(session_id)
         try:
-            text = session.path.read_text(encoding="utf-8")
+            # the notebook holds what the sandbox printed (megabytes): read off the loop
+            text = await off_loop(session.path.read_text, encoding="utf-8")
         except FileNotFoundError:
             raise ApiError(404, f"session {session_id} has no notebook on disk yet") from None
         self.set_header("Content-Disposition", f'inline; filename="{session.id}.ipynb"')

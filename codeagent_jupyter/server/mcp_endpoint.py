@@ -43,6 +43,15 @@ class McpEndpoint:
         self._running: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
         self._stop: asyncio.Event | None = None
+        hub.terminate = self.terminate
+
+    async def terminate(self, session_id: str) -> None:
+        """End the SDK's transport of ``session_id`` (its id answers 404 from now on): an
+        MCP session closed before its first tool call holds nothing else."""
+        instances = getattr(self.http, "_server_instances", None) or {}
+        transport = instances.get(session_id)
+        if transport is not None and not transport.is_terminated:
+            await transport.terminate()
 
     async def start(self) -> None:
         """Run the SDK's session manager (once, from the first request on) for as long as

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -45,6 +46,8 @@ class McpHandler(BaseHandler):
     def initialize(self) -> None:
         self._gone = asyncio.Event()
         self._content_type = "application/json"
+        self._opened: str | None = None
+        """The session id the SDK gave a new MCP session (its ``initialize``' answer)."""
 
     @property
     def hub(self) -> Any:
@@ -77,12 +80,38 @@ class McpHandler(BaseHandler):
         session_id = self.request.headers.get(SESSION_HEADER)
         if session_id and self.hub.closed(owner, session_id):
             raise ApiError(404, "this MCP session was closed; start a new one")
-        if self.request.method == "POST" and not session_id:
+        opening = self.request.method == "POST" and not session_id
+        if opening:
             await endpoint.state_isolation()  # what `initialize` will say
+            try:
+                self.manager.room_for(owner)  # all the user's sessions running: refused
+            except ApiError as e:
+                self._refuse(e.status_code, e.log_message)
+                return
         await endpoint.start()
         await endpoint.http.handle_request(self._scope(owner), self._receive, self._send)
         if not self._finished:
             self.finish(set_content_type=self._content_type)
+        if opening and self._opened and self.get_status() < 400:
+            await self._count(owner, self._opened)
+        elif session_id:
+            self.hub.touch(owner, session_id)
+
+    async def _count(self, owner: str, session_id: str) -> None:
+        """A new MCP session counts against the cap from its ``initialize`` on: the oldest
+        idle sessions close to make room, as for a session of ours."""
+        try:
+            victims = self.hub.opened(owner, session_id)
+        except ApiError:  # another request took the last room meanwhile
+            await self.endpoint.terminate(session_id)
+            return
+        await self.manager.make_room(victims)
+
+    def _refuse(self, status: int, message: str) -> None:
+        """A JSON-RPC error with an HTTP status, as the SDK answers what it refuses."""
+        self.set_status(status)
+        error = {"code": -32000, "message": message}
+        self.finish(json.dumps({"jsonrpc": "2.0", "id": None, "error": error}))
 
     def _scope(self, owner: str) -> dict[str, Any]:
         req = self.request
@@ -125,6 +154,8 @@ class McpHandler(BaseHandler):
                 header, text = name.decode("latin-1"), value.decode("latin-1")
                 if header.lower() == "content-type":
                     self._content_type = text  # APIHandler.finish sets it again
+                elif header.lower() == SESSION_HEADER:
+                    self._opened = text
                 self.add_header(header, text)
         elif message["type"] == "http.response.body":
             body = message.get("body", b"")

@@ -1,11 +1,15 @@
 """The server's MCP sessions: one sandbox per MCP session, kept like our own sessions.
 
 Each MCP session (the SDK's ``Mcp-Session-Id``; on the sessionless 2026 protocol, one per
-owner and client name) gets a sandbox from the pool on its first tool call, and becomes an
-``McpSession`` in the ``SessionManager``'s table: listed with the user's sessions, counted
-against ``max_sessions_per_user`` (the oldest idle sessions close to make room, as for ours),
-closed by the idle reaper, recorded as a signed session notebook in the sessions folder.
-A closed MCP session's id answers 404, so its client starts a new MCP session.
+owner and client name) becomes an ``McpSession`` in the ``SessionManager``'s table at its
+``initialize`` (``opened``): listed with the user's sessions, counted against
+``max_sessions_per_user`` (the oldest idle sessions close to make room, as for ours, and a
+session that never called a tool is idle), closed by the idle reaper. Its sandbox comes from
+the pool on its first tool call, and from then on it is recorded as a signed session notebook
+in the sessions folder. A closed MCP session's id answers 404, so its client starts a new MCP
+session; one closed before its first tool call is forgotten (it holds nothing, has no
+notebook) and its transport ended (``McpHub.terminate``), so clients that only initialize
+hold at most the cap.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from ..mcp.results import offered
 from ..mcp.server import SessionRefused, instructions
 from ..mcp.session import SAVE_DELAY_S, ToolSession, sandbox_tools
 from . import lifecycle
-from .assembly import session_hooks, snapshot_sink
+from .assembly import settled_hooks, snapshot_sink
 from .errors import ApiError
 from .session import CLOSED, IDLE, RUNNING, STARTING, AgentSession
 from .supply import shutdown_quietly
@@ -48,6 +52,10 @@ class McpSession(AgentSession):
         self.key = key
         self.tools: ToolSession | None = None
         self._interrupting: asyncio.Future[None] | None = None
+        self.opening = False
+        """Its sandbox is on its way (its first tool call): not to be culled or closed."""
+        self.forget: Any = None
+        """Called once closed while it never had a sandbox (``McpHub.opened``)."""
         self.acquire_s: float | None = None
         """Seconds the sandbox took to arrive (from the pool: a few milliseconds)."""
 
@@ -55,8 +63,8 @@ class McpSession(AgentSession):
     def state(self) -> str:
         if self.closed:
             return CLOSED
-        if self.tools is None:
-            return STARTING  # its sandbox is on its way: neither culled nor closed for room
+        if self.tools is None:  # counted from initialize; idle until a tool call starts it
+            return STARTING if self.opening else IDLE
         return RUNNING if self.tools.busy else IDLE
 
     def summary(self) -> dict[str, Any]:
@@ -78,7 +86,10 @@ class McpSession(AgentSession):
         if self.tools is not None:
             why = {lifecycle.IDLE_TIMEOUT: "idle", lifecycle.SESSION_CAP: "closed for room"}
             self.tools.end(why.get(reason or "", "the MCP client left"))
+        never_started = self.tools is None and not self.opening
         await super().close(grace_s=grace_s, reason=reason)
+        if never_started and self.forget is not None:
+            await self.forget(self)
 
 
 class McpHub:
@@ -96,6 +107,8 @@ class McpHub:
         self.sessions: dict[tuple[str, str], McpSession] = {}
         self._creating: dict[tuple[str, str], asyncio.Future[McpSession]] = {}
         self._summary = ""
+        self.terminate: Any = None
+        """``async (session id)``: end the transport of an MCP session (the endpoint's)."""
 
     async def stop(self) -> None:
         for session in list(self.sessions.values()):
@@ -125,6 +138,37 @@ class McpHub:
         return summary, text
 
     # -- sessions ---------------------------------------------------------------------------
+
+    def opened(self, owner: str, session_id: str) -> list[AgentSession]:
+        """Count the MCP session ``session_id`` of ``owner`` from its ``initialize`` on;
+        the idle sessions to close for it (``manager.make_room``), marked already. The
+        ``ApiError(429)`` of a user whose sessions are all running, as for ours."""
+        manager, key = self.manager, (owner, session_id)
+        if key in self.sessions:
+            return []
+        victims = manager.room_for(owner)
+        lifecycle.mark(victims)
+        ident = uuid.uuid4().hex[:12]
+        path = manager.sessions_dir / f"{ident}.ipynb"
+        session = McpSession(ident, owner=owner, path=path, model="mcp client", key=key)
+        session.forget = self._forget
+        manager.sessions[ident] = session
+        self.sessions[key] = session
+        return victims
+
+    async def _forget(self, session: McpSession) -> None:
+        """A session closed before its first tool call: nothing of it is kept."""
+        self.manager.sessions.pop(session.id, None)
+        if self.sessions.get(session.key) is session:
+            del self.sessions[session.key]
+        if self.terminate is not None and ":" not in session.key[1]:
+            await self.terminate(session.key[1])
+
+    def touch(self, owner: str, session_id: str) -> None:
+        """A request of an MCP session: activity, as the idle reaper and the cap count it."""
+        session = self.sessions.get((owner, session_id))
+        if session is not None and not session.closed:
+            session.touch()
 
     def closed(self, owner: str, session_id: str) -> bool:
         """Whether this MCP session had a sandbox that is gone (idle, room, deleted)."""
@@ -158,26 +202,30 @@ class McpHub:
         owner = key[0]
         if manager.stopping:
             raise SessionRefused("the server is shutting down")
-        try:
-            victims = manager.room_for(owner)
-        except ApiError as e:
-            raise SessionRefused(e.log_message) from None
-        lifecycle.mark(victims)
-        session_id = uuid.uuid4().hex[:12]
-        path = manager.sessions_dir / f"{session_id}.ipynb"
+        counted = self.sessions.get(key)
+        if counted is None or counted.closed:  # the sessionless protocol: counted now
+            try:
+                self.sessions.pop(key, None)
+                victims = self.opened(*key)
+            except ApiError as e:
+                raise SessionRefused(e.log_message) from None
+            counted = self.sessions[key]
+            counted.forget = None  # a failed start below forgets it itself
+            await manager.make_room(victims)
+        session = counted
+        session_id = session.id
+        session.opening = True
+        session.model = f"mcp client: {client}"
+        path = session.path
         workdir = manager.resolver.workdir_for(None)
-        session = McpSession(
-            session_id, owner=owner, path=path, model=f"mcp client: {client}", key=key
-        )
-        manager.sessions[session_id] = session
-        self.sessions[key] = session
-        await manager.make_room(victims)
         started = time.perf_counter()
         try:
             sandbox = await manager.supply.get(owner, workdir, manager.default_limits)
         except ApiError as e:
-            del manager.sessions[session_id]
-            self.sessions.pop(key, None)
+            session.opening = False
+            if session.forget is None:
+                manager.sessions.pop(session_id, None)
+                self.sessions.pop(key, None)
             raise SessionRefused(e.log_message) from None
         session.acquire_s = time.perf_counter() - started
         if session.closed:  # the server began shutting down while the kernel started
@@ -193,7 +241,7 @@ class McpHub:
             sandbox,
             session.bus,
             config=manager.settings.agent_config(),
-            hooks=session_hooks(manager, session),
+            hooks=settled_hooks(manager, session),
             on_activity=session.touch,
         )
         session.attach(None, sandbox, recorder)

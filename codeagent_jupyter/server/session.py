@@ -193,6 +193,8 @@ class AgentSession:
             raise ApiError(409, f"session {self.id} is closed; start a new session")
         if self.running:
             raise ApiError(409, f"session {self.id} is running; wait for it or cancel it first")
+        if self.changes is not None and self.changes.lock.locked():  # a revert, in a worker
+            raise ApiError(409, f"session {self.id} is reverting a file; send it again in a moment")
         if self.loop is None:
             raise ApiError(409, f"session {self.id} is still starting")
         self.touch()
@@ -214,6 +216,8 @@ class AgentSession:
             self._status = ev.ERROR
         finally:
             self.touch()
+        if self.changes is not None:  # idle only once the notebook ends with its change set
+            await self.changes.settled()
 
     def cancel(self) -> bool:
         """Interrupt the running cell and stop the run; False when nothing was running."""

@@ -173,7 +173,8 @@ class HelperTool:
                 break
             self.calls += 1
         ctx = ctx or ToolContext()
-        seed = self.store.capture(self.workdir, session=self.session).id
+        # walks and hashes what the sandbox wrote: in a thread, off the caller's event loop
+        seed = (await asyncio.to_thread(self.store.capture, self.workdir, session=self.session)).id
         t0 = time.monotonic()
         config = carve(ctx, len(tasks), cap.helper_max_steps)
         helpers = [
@@ -196,15 +197,15 @@ class HelperTool:
         result: dict[str, Any] = {"helper": label, "task": task}
         result["budget"] = {"max_steps": config.max_steps, "max_tokens": config.max_tokens}
         try:
-            copy_out(self.store, seed, ws, self.disk_mb)
+            await asyncio.to_thread(copy_out, self.store, seed, ws, self.disk_mb)
             began = time.monotonic() - t0
             finished, notebook = await self._run(label, task, ws, ctx, config)
             result |= {"status": finished.status, "answer": finished.answer or finished.reason}
             result |= {"steps": finished.steps, "usage": finished.usage}
             result |= {"started_s": round(began, 3), "finished_s": round(time.monotonic() - t0, 3)}
             try:
-                result["files"] = copy_back(
-                    self.store, ws, seed, self.workdir, label, self.disk_mb, self.session
+                result["files"] = await asyncio.to_thread(
+                    copy_back, self.store, ws, seed, self.workdir, label, self.disk_mb, self.session
                 )
             except DiskBudgetError as e:
                 result |= {"files": [], "files_not_copied": str(e)}
