@@ -73,6 +73,8 @@ class AgentSession:
         self.sandbox: Any = None
         self.recorder: Any = None
         self.task: asyncio.Task[Any] | None = None
+        self._settling = False
+        """The run has ended and its change set is being placed: a follow-up waits for it."""
         self.closed = False
         self.closed_reason: str | None = None
         """Why the sandbox was released (``lifecycle.CLOSED_REASONS``); None while open."""
@@ -191,20 +193,27 @@ class AgentSession:
         ``title``: how the request reads to people (``RunStarted.title``)."""
         if self.closed:
             raise ApiError(409, f"session {self.id} is closed; start a new session")
-        if self.running:
+        settling = self._settling  # the last run is over; only its change set is being placed
+        if self.running and not settling:
             raise ApiError(409, f"session {self.id} is running; wait for it or cancel it first")
-        if self.changes is not None and self.changes.lock.locked():  # a revert, in a worker
+        if self.changes is not None and self.changes.lock.locked() and not settling:
             raise ApiError(409, f"session {self.id} is reverting a file; send it again in a moment")
         if self.loop is None:
             raise ApiError(409, f"session {self.id} is still starting")
         self.touch()
         if not self._asked:
             self._asked, self._asked_title = prompt, title
-        self.task = asyncio.ensure_future(self._run(prompt, title))
+        previous = self.task if settling else None
+        self.task = asyncio.ensure_future(self._run(prompt, title, previous))
 
-    async def _run(self, prompt: str, title: str) -> None:
+    async def _run(self, prompt: str, title: str, previous: asyncio.Task[Any] | None) -> None:
         from ..models.openai_chat import current_session
 
+        if previous is not None:  # a follow-up sent as the last run ended: its cell goes first
+            await asyncio.wait({previous})
+        if self.changes is not None:
+            async with self.changes.lock:  # and no revert is writing the workspace
+                pass
         current_session.set(self.id)  # this task's requests carry the session id
         try:
             await self.loop.run(prompt, title=title)
@@ -217,7 +226,11 @@ class AgentSession:
         finally:
             self.touch()
         if self.changes is not None:  # idle only once the notebook ends with its change set
-            await self.changes.settled()
+            self._settling = True
+            try:
+                await self.changes.settled()
+            finally:
+                self._settling = False
 
     def cancel(self) -> bool:
         """Interrupt the running cell and stop the run; False when nothing was running."""
