@@ -199,6 +199,9 @@ class SessionManager:
         session = self.get(session_id, caller, change=True)
         session.deleted = True
         await session.close(reason=lifecycle.DELETED)
+        settled = getattr(session.snapshots, "settled", None)
+        if settled is not None:  # a capture still in a worker would hold its files again
+            await settled()
         self.snapshots.release(session.owner, session.id)  # what only it held
         return session
 

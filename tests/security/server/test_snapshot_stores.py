@@ -12,7 +12,6 @@ deleting a session releases what only it held.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -62,18 +61,9 @@ async def _finish(api: Api, sid: str, who: dict[str, str], since: int = 0) -> li
         "codeagent", "api", "sessions", sid, "events", headers=who, params={"since": str(since)}
     )
     try:
-        finished = await api.read_until(ws, lambda e: e["type"] == "run_finished", timeout=300)
+        return await api.read_until(ws, lambda e: e["type"] == "run_finished", timeout=300)
     finally:
         ws.close()
-    # The notebook is complete once the session is idle: its last snapshot and change set
-    # are placed by workers after run_finished.
-    for _ in range(600):
-        code, summary = await api.call("GET", f"sessions/{sid}", headers=who)
-        assert code == 200, summary
-        if summary["state"] != "running":
-            return finished
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"session {sid} still running 60 s after run_finished")
 
 
 async def _snapshots(api: Api, sid: str, who: dict[str, str]) -> list[dict[str, Any]]:
