@@ -24,7 +24,7 @@ from ..util.confined import ConfinementError, Workspace
 from ..util.textbounds import head_tail
 from . import cells as kernel
 from . import edit_cell as edit
-from . import edit_file, files, plan, view
+from . import edit_file, files, listing, plan, view
 from ._schema import Tool, check, obj
 
 _PATH = {"type": "string", "description": "Path relative to the workspace root."}
@@ -144,7 +144,9 @@ class ToolBox:
     def _of_execution(self, res: Any, code: str, limit: int) -> ToolOutcome:
         """The outcome of a cell or command; a seeing model gets its images too."""
         hint = view.SHOWN_HINT if self.vision else view.BLIND_HINT
-        outcome = ToolOutcome.of_execution(res, code, limit, image_hint=hint)
+        outcome = ToolOutcome.of_execution(
+            res, code, limit, image_hint=hint, hint=listing.hint_for(code)
+        )
         if self.vision:
             outcome.images, total = view.images_of(res.outputs)
             if total > len(outcome.images):
