@@ -145,7 +145,12 @@ class ToolBox:
         """The outcome of a cell or command; a seeing model gets its images too."""
         hint = view.SHOWN_HINT if self.vision else view.BLIND_HINT
         outcome = ToolOutcome.of_execution(
-            res, code, limit, image_hint=hint, hint=listing.hint_for(code)
+            res,
+            code,
+            limit,
+            image_hint=hint,
+            hint=listing.hint_for(code),
+            workspace=str(self.root),
         )
         if self.vision:
             outcome.images, total = view.images_of(res.outputs)
