@@ -185,7 +185,9 @@ Tracebacks show the cell's own frames and the last library frame (environment pa
 <env>); repeated warnings are shown once with a count; output cut short says so. Read them
 carefully; when a cell fails, fix the cause and run the corrected cell.
 The budget you have left (steps, time, tokens) comes with the request and after each
-step's results: plan how much to do per step, and answer before it runs out.
+step's results. A step is one reply of yours, however many tool calls it holds (a reply =
+one step): put calls that do not depend on each other in one reply. Plan how much to do per
+step, and answer before the budget runs out.
 When done, reply without any tool call: a brief answer that states the result.
 """
 

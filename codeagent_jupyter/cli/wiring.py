@@ -89,7 +89,12 @@ def build_cli_agent(
     from ..core.assembly import build_agent
     from ..tools import ToolBox
 
-    config = AgentConfig(max_steps=s.args.max_steps, vision=s.args.vision)
+    config = AgentConfig(
+        max_steps=s.args.max_steps,
+        max_wall_s=s.args.max_wall_s,
+        max_tokens=s.args.max_tokens,
+        vision=s.args.vision,
+    )
     tools: list[Any] = [ToolBox(sandbox, s.workdir, vision=config.sees(model.name))]
     if s.args.delegate > 0:
         tools.append(_helper_tool(s, model, earlier))
