@@ -317,7 +317,10 @@ EDIT_CELL = Tool(
 VIEW_IMAGE = Tool(
     "view_image",
     "Look at an image file of the workspace (PNG, JPEG, GIF, WebP…), e.g. a chart a script "
-    f"saved: it is shown to you after the tool results, at most {view.MAX_SIDE} px.",
+    "saved: it is shown to you after the tool results. Size cap: an image whose longer side "
+    f"is over {view.MAX_SIDE} px is scaled down to {view.MAX_SIDE} px, so enlarging a crop "
+    "shows no more detail; crop the region you need at its own pixels instead. Sent as PNG "
+    "when it fits (lossless), else as JPEG.",
     obj(["path"], path=_PATH),
     view.handle_view_image,
 )
