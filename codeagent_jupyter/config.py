@@ -277,6 +277,11 @@ class AgentConfig:
         "auto (on for model names known to see: gpt-4o, gpt-4.1, claude, gemini, qwen-vl, "
         "llava, pixtral, …).",
     )
+    instructions: str = _setting(
+        "",
+        "Project instructions (AGENTS.md, .codeagent/instructions.md) appended to the system "
+        "message; byte-identical across steps, recorded with the run.",
+    )
     approval: dict[str, str] = field(
         default_factory=dict,
         metadata={"help": 'Tool name -> "auto" or "ask"; tools under "ask" wait for approval.'},

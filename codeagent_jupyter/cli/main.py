@@ -18,6 +18,7 @@ from typing import Any
 from .. import __version__
 from ..config import AgentConfig
 from ..core.context import build_context
+from ..core.instructions import read_instructions
 from ..core.ports import EventSink
 from ..core.stopping import RunStopped
 from ..errors import CodeAgentError, ConfigError, IsolationUnavailable
@@ -145,6 +146,9 @@ async def _run(args: argparse.Namespace) -> int:
     hooks = hook_chain(args.hook, session_id)
     sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
     session = CliSession(args, workdir, limits, out, session_id, hooks)
+    applied, instructions = read_instructions(workdir)  # before any sandbox code can run
+    if applied:
+        print(f"codeagent: instructions: {', '.join(applied)}", file=sys.stderr)
     async with StartingSandbox(make_sandbox(args, workdir, limits), on_ready=announce) as sandbox:
         # The kernel boots from here on; what follows does not need it.
         model = await make_model(model_name, base_url, api_key, settings)
@@ -161,7 +165,9 @@ async def _run(args: argparse.Namespace) -> int:
         if hooks is not None:
             sinks.append(hooks)
         context = build_context(workdir, notebook)
-        loop = build_cli_agent(session, model, sandbox, sinks, context=context)
+        loop = build_cli_agent(
+            session, model, sandbox, sinks, context=context, instructions=instructions
+        )
         try:
             finished = await drive(loop, [args.prompt])
         finally:

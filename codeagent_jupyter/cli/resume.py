@@ -154,8 +154,18 @@ async def run(args: argparse.Namespace) -> int:
         cli = CliSession(args, workdir, limits, out, recorder.session_id, hooks, install)
         history = [*todo.messages, {"role": "user", "content": rebuilt.note_for_model()}]
         runs = len(meta.get("runs", []))
+        # The instructions the session began with, as recorded: the system message stays what
+        # it was, and nothing the sandbox wrote into the workspace since becomes one.
+        instructions = str((meta.get("config") or {}).get("instructions", ""))
         loop = build_cli_agent(
-            cli, model, sandbox, bus, history=history, run_index=runs, earlier=recorder.notebook
+            cli,
+            model,
+            sandbox,
+            bus,
+            history=history,
+            run_index=runs,
+            earlier=recorder.notebook,
+            instructions=instructions,
         )
         try:
             finished = await drive(loop, [args.prompt])
