@@ -97,6 +97,7 @@ async def run(args: argparse.Namespace) -> int:
     """``codeagent resume``: the sandbox starts first; the notebook, the model and the
     recorder are readied while it boots; the rebuild runs once it is up."""
     from ..core.bus import EventBus
+    from ..core.instructions import recorded_instructions
     from ..core.starting import StartingSandbox
     from ..models.settings import resolve_settings
     from ..record.notary import cli_notary
@@ -154,9 +155,7 @@ async def run(args: argparse.Namespace) -> int:
         cli = CliSession(args, workdir, limits, out, recorder.session_id, hooks, install)
         history = [*todo.messages, {"role": "user", "content": rebuilt.note_for_model()}]
         runs = len(meta.get("runs", []))
-        # The instructions the session began with, as recorded: the system message stays what
-        # it was, and nothing the sandbox wrote into the workspace since becomes one.
-        instructions = str((meta.get("config") or {}).get("instructions", ""))
+        instructions = recorded_instructions(todo.notebook)  # never the workspace's now
         loop = build_cli_agent(
             cli,
             model,

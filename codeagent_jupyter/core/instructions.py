@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from ..util.confined import ConfinementError, TooLargeError, Workspace
 
@@ -70,3 +71,12 @@ def read_instructions(workdir: Path) -> tuple[list[str], str]:
         "unless the request says otherwise."
     )
     return named, "\n\n".join([head, *blocks])
+
+
+def recorded_instructions(notebook: Any) -> str:
+    """The instructions a session notebook's runs were given (its recorded config), for a
+    resume or fork: the system message stays what it was, and nothing sandbox code wrote
+    into the workspace since becomes one."""
+    meta = (getattr(notebook, "metadata", None) or {}).get("codeagent") or {}
+    value = (meta.get("config") or {}).get("instructions", "")
+    return value if isinstance(value, str) else ""
