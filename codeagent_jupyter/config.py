@@ -182,8 +182,10 @@ _BLIND = (
 )
 _PROMPT_TAIL = """\
 Tracebacks show the cell's own frames and the last library frame (environment paths as
-<env>); repeated warnings are shown once with a count; output cut short says so. Read them
-carefully; when a cell fails, fix the cause and run the corrected cell.
+<env>); repeated warnings are shown once with a count; output cut short names the lines left
+out and how to see them (a read_file call, or printing a slice): do that rather than guess
+what they held. Read results carefully; when a cell fails, fix the cause and run the
+corrected cell.
 The budget you have left (steps, time, tokens) comes with the request and after each
 step's results. A step is one reply of yours, however many tool calls it holds (a reply =
 one step): put calls that do not depend on each other in one reply. Plan how much to do per
