@@ -210,10 +210,14 @@ _BLIND = (
 )
 _PROMPT_TAIL = """\
 Tracebacks show the cell's own frames and the last library frame (environment paths as
-<env>); repeated warnings are shown once with a count; output cut short says so. Read them
-carefully; when a cell fails, fix the cause and run the corrected cell.
+<env>); repeated warnings are shown once with a count; output cut short names the lines left
+out and how to see them (a read_file call, or printing a slice): do that rather than guess
+what they held. Read results carefully; when a cell fails, fix the cause and run the
+corrected cell.
 The budget you have left (steps, time, tokens) comes with the request and after each
-step's results: plan how much to do per step, and answer before it runs out.
+step's results. A step is one reply of yours, however many tool calls it holds (a reply =
+one step): put calls that do not depend on each other in one reply. Plan how much to do per
+step, and answer before the budget runs out.
 When done, reply without any tool call: a brief answer that states the result.
 """
 
@@ -302,6 +306,11 @@ class AgentConfig:
         "Whether the model is shown images (plots a cell displays, view_image): on, off, or "
         "auto (on for model names known to see: gpt-4o, gpt-4.1, claude, gemini, qwen-vl, "
         "llava, pixtral, …).",
+    )
+    instructions: str = _setting(
+        "",
+        "Project instructions (AGENTS.md, .codeagent/instructions.md) appended to the system "
+        "message; byte-identical across steps, recorded with the run.",
     )
     approval: dict[str, str] = field(
         default_factory=dict,

@@ -11,6 +11,7 @@ one module is what keeps run, resume, replay and mcp from declaring a flag twice
 from __future__ import annotations
 
 import argparse
+import math
 import tempfile
 from dataclasses import fields
 from pathlib import Path
@@ -84,11 +85,27 @@ def add_vision(parser: Flags) -> None:
 
 
 def add_max_steps(parser: Flags) -> None:
+    """The run's budgets, declared with ``AgentConfig``: ``--max-steps``, ``--max-wall-time``
+    (seconds) and ``--max-tokens``; a slow local model may need more than the default time."""
     parser.add_argument(
         "--max-steps",
         type=positive_int,
         default=AgentConfig.max_steps,
         help=f"{AgentConfig.help('max_steps')} (default: {AgentConfig.max_steps})",
+    )
+    parser.add_argument(
+        "--max-wall-time",
+        dest="max_wall_s",
+        metavar="SECONDS",
+        type=finite_seconds,
+        default=AgentConfig.max_wall_s,
+        help=f"{AgentConfig.help('max_wall_s')} (default: {AgentConfig.max_wall_s:g})",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=positive_int,
+        default=AgentConfig.max_tokens,
+        help=f"{AgentConfig.help('max_tokens')} (default: {AgentConfig.max_tokens})",
     )
 
 
@@ -351,6 +368,14 @@ def positive_float(text: str) -> float:
     value = float(text)
     if value <= 0:
         raise argparse.ArgumentTypeError("must be a positive number")
+    return value
+
+
+def finite_seconds(text: str) -> float:
+    """A positive, finite number of seconds (``inf`` and ``nan`` are not budgets)."""
+    value = positive_float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError("must be a finite number of seconds")
     return value
 
 

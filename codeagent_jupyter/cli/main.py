@@ -18,6 +18,7 @@ from typing import Any
 from .. import __version__
 from ..config import AgentConfig
 from ..core.context import build_context
+from ..core.instructions import read_instructions
 from ..core.ports import EventSink
 from ..core.stopping import RunStopped
 from ..errors import CodeAgentError, ConfigError, IsolationUnavailable
@@ -149,6 +150,9 @@ async def _run(args: argparse.Namespace) -> int:
     sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
     session = CliSession(args, workdir, limits, out, session_id, hooks)
     network = NetworkLog()
+    applied, instructions = read_instructions(workdir)  # before any sandbox code can run
+    if applied:
+        warn(f"codeagent: instructions: {', '.join(applied)}")
     unstarted = make_sandbox(args, workdir, limits, on_egress=network)
     async with StartingSandbox(unstarted, on_ready=announce) as sandbox:
         # The kernel boots from here on; what follows does not need it.
@@ -168,7 +172,9 @@ async def _run(args: argparse.Namespace) -> int:
         context = build_context(workdir, notebook)
         bus = EventBus([s.emit for s in sinks], keep=False)
         network.attach(bus)
-        loop = build_cli_agent(session, model, sandbox, bus, context=context)
+        loop = build_cli_agent(
+            session, model, sandbox, bus, context=context, instructions=instructions
+        )
         try:
             finished = await drive(loop, [args.prompt])
         finally:

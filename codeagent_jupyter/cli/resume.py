@@ -98,6 +98,7 @@ async def run(args: argparse.Namespace) -> int:
     """``codeagent resume``: the sandbox starts first; the notebook, the model and the
     recorder are readied while it boots; the rebuild runs once it is up."""
     from ..core.bus import EventBus
+    from ..core.instructions import recorded_instructions
     from ..core.netlog import NetworkLog
     from ..core.starting import StartingSandbox
     from ..models.settings import resolve_settings
@@ -158,8 +159,16 @@ async def run(args: argparse.Namespace) -> int:
         cli = CliSession(args, workdir, limits, out, recorder.session_id, hooks, install)
         history = [*todo.messages, {"role": "user", "content": rebuilt.note_for_model()}]
         runs = len(meta.get("runs", []))
+        instructions = recorded_instructions(todo.notebook)  # never the workspace's now
         loop = build_cli_agent(
-            cli, model, sandbox, bus, history=history, run_index=runs, earlier=recorder.notebook
+            cli,
+            model,
+            sandbox,
+            bus,
+            history=history,
+            run_index=runs,
+            earlier=recorder.notebook,
+            instructions=instructions,
         )
         try:
             finished = await drive(loop, [args.prompt])

@@ -80,6 +80,7 @@ def build_cli_agent(
     history: Sequence[dict[str, Any]] = (),
     run_index: int = 0,
     earlier: Any = None,
+    instructions: str = "",
 ) -> Any:
     """The CLI's one assembly of a session's agent (``run`` and ``resume``): the standard
     tools on ``sandbox`` (still starting, for ``run``), ``delegate`` with ``--delegate N``,
@@ -88,7 +89,13 @@ def build_cli_agent(
     from ..core.assembly import build_agent
     from ..tools import ToolBox
 
-    config = AgentConfig(max_steps=s.args.max_steps, vision=s.args.vision)
+    config = AgentConfig(
+        max_steps=s.args.max_steps,
+        max_wall_s=s.args.max_wall_s,
+        max_tokens=s.args.max_tokens,
+        vision=s.args.vision,
+        instructions=instructions,
+    )
     tools: list[Any] = [ToolBox(sandbox, s.workdir, vision=config.sees(model.name))]
     if s.args.delegate > 0:
         tools.append(_helper_tool(s, model, earlier))

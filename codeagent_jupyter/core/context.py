@@ -7,6 +7,9 @@ request, and the text must be deterministic so repeated runs hit the provider's 
 
 from __future__ import annotations
 
+import functools
+import platform
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +98,42 @@ def loaded_context(lines: list[str]) -> str:
     )
 
 
+DATA_LIBRARIES = (
+    "pandas",
+    "numpy",
+    "matplotlib",
+    "scipy",
+    "scikit-learn",
+    "statsmodels",
+    "seaborn",
+    "polars",
+    "pyarrow",
+)
+"""Libraries whose version changes what code works (pandas 3's ``str`` dtype, numpy 2)."""
+
+
+@functools.cache
+def library_versions() -> str:
+    """``Python 3.11.7, pandas 3.0.1, numpy 2.3.4``: read from the packages' metadata, not by
+    importing them, so building the first request never waits for the data stack. The
+    sandbox kernel runs on this interpreter and its packages."""
+    found = [f"Python {platform.python_version()}"]
+    for name in DATA_LIBRARIES:
+        try:
+            found.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return ", ".join(found)
+
+
+def kernel_line() -> str:
+    """What the model must not assume about the sandbox kernel it starts with."""
+    return (
+        "Your sandbox kernel is fresh: nothing from the user's notebook or an earlier run is "
+        f"defined in it; import what you use. Installed there: {library_versions()}."
+    )
+
+
 def build_context(
     workdir: Path,
     notebook: Any | None = None,
@@ -104,7 +143,7 @@ def build_context(
     preloaded: list[str] | None = None,
 ) -> str:
     """The context section of the first user message."""
-    pieces = ["## Context", workspace_listing(workdir)]
+    pieces = ["## Context", workspace_listing(workdir), kernel_line()]
     if preloaded:
         pieces.append(
             "Already imported in your sandbox (no need to wait for these imports): "

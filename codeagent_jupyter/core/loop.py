@@ -65,6 +65,8 @@ class AgentLoop:
         self.config = config or AgentConfig()
         self.context = context
         prompt = self.config.system_prompt or system_prompt(self.tools.names)
+        if self.config.instructions:
+            prompt = f"{prompt}\n{self.config.instructions}"
         self.messages: list[dict[str, Any]] = [
             {"role": "system", "content": prompt},
             *(dict(m) for m in history),

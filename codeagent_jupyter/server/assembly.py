@@ -45,6 +45,7 @@ def build_session_agent(
     history: Sequence[dict[str, Any]] = (),
     run_index: int = 0,
     install: Any = None,
+    instructions: str = "",
 ) -> AgentLoop:
     """The agent of ``session`` on ``sandbox``, recorded by ``recorder`` (already on the
     session's bus). 503 when the administrator's tool hooks are misconfigured. ``install``:
@@ -53,6 +54,8 @@ def build_session_agent(
     config = settings.agent_config()
     if max_steps is not None:
         config = dataclasses.replace(config, max_steps=max_steps)
+    if instructions:  # the workspace's AGENTS.md (``core.instructions``)
+        config = dataclasses.replace(config, instructions=instructions)
     extra = {"owner": session.owner, "notebook_path": session.notebook_path}
     price = settings.prices.get(model.name)
     if isinstance(price, dict):

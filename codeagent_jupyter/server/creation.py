@@ -9,6 +9,7 @@ registration nothing awaits, so the room made is this session's.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -46,6 +47,7 @@ async def create(
     ``title`` is how the request reads to people (``RunStarted.title``).
     """
     from ..core.context import build_context
+    from ..core.instructions import read_instructions
     from ..record.recorder import NotebookRecorder
     from ..tools.edit_cell import cells_of, labels_of
 
@@ -56,6 +58,8 @@ async def create(
     notebook_path = await manager.resolver.path_of_kernel(kernel_id) or notebook_path
     workdir = manager.resolver.workdir_for(notebook_path)
     notebook = await manager.resolver.notebook(notebook_path, cells, cells_complete)
+    # Read before this session's sandbox exists, off the event loop (confined, bounded).
+    _, instructions = await asyncio.to_thread(read_instructions, workdir)
     # From here to the registration nothing awaits: the room made is this session's.
     victims = manager.room_for(owner)  # 429 when every open session is busy
     # 404 (or 413 over the disk budget) before any sandbox
@@ -104,6 +108,7 @@ async def create(
             context=context,
             notebook_cells=cells_of(notebook),
             cell_labels=labels_of(notebook),
+            instructions=instructions,
         )
     except BaseException:
         del manager.sessions[session_id]

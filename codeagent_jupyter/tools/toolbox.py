@@ -24,7 +24,7 @@ from ..util.confined import ConfinementError, Workspace
 from ..util.textbounds import head_tail
 from . import cells as kernel
 from . import edit_cell as edit
-from . import edit_file, files, plan, view
+from . import edit_file, files, listing, plan, view
 from ._schema import Tool, check, obj
 
 _PATH = {"type": "string", "description": "Path relative to the workspace root."}
@@ -146,7 +146,14 @@ class ToolBox:
     def _of_execution(self, res: Any, code: str, limit: int) -> ToolOutcome:
         """The outcome of a cell or command; a seeing model gets its images too."""
         hint = view.SHOWN_HINT if self.vision else view.BLIND_HINT
-        outcome = ToolOutcome.of_execution(res, code, limit, image_hint=hint)
+        outcome = ToolOutcome.of_execution(
+            res,
+            code,
+            limit,
+            image_hint=hint,
+            hint=listing.hint_for(code),
+            workspace=str(self.root),
+        )
         if self.vision:
             outcome.images, total = view.images_of(res.outputs)
             if total > len(outcome.images):
@@ -312,7 +319,10 @@ EDIT_CELL = Tool(
 VIEW_IMAGE = Tool(
     "view_image",
     "Look at an image file of the workspace (PNG, JPEG, GIF, WebP…), e.g. a chart a script "
-    f"saved: it is shown to you after the tool results, at most {view.MAX_SIDE} px.",
+    "saved: it is shown to you after the tool results. Size cap: an image whose longer side "
+    f"is over {view.MAX_SIDE} px is scaled down to {view.MAX_SIDE} px, so enlarging a crop "
+    "shows no more detail; crop the region you need at its own pixels instead. Sent as PNG "
+    "when it fits (lossless), else as JPEG.",
     obj(["path"], path=_PATH),
     view.handle_view_image,
 )

@@ -4,7 +4,8 @@ A model that can see gets each image as an ``image_url`` part (a ``data:`` URL) 
 message right after the step's tool results (``ToolOutcome.images``; the loop adds the
 message). Images are bounded before they leave: at most ``MAX_PER_CALL`` per call (the loop
 keeps ``MAX_PER_STEP`` per step), the longest side scaled down to ``MAX_SIDE`` pixels, PNG
-unless JPEG is much smaller, and none over ``MAX_IMAGE_BYTES``. A model that cannot see is
+whenever it fits ``MAX_IMAGE_BYTES`` (JPEG artefacts blur a chart's thin lines and small
+text), JPEG otherwise, and none over ``MAX_IMAGE_BYTES``. A model that cannot see is
 told, in the placeholder, what it can do instead.
 """
 
@@ -54,12 +55,10 @@ def prepare(data: bytes) -> tuple[dict[str, Any], str] | None:
         return None
     if max(scaled.size) > MAX_SIDE:
         scaled.thumbnail((MAX_SIDE, MAX_SIDE))
-    png, jpeg = _encode(scaled, "PNG"), None
-    if len(png) > MAX_IMAGE_BYTES // 2:
-        jpeg = _encode(scaled.convert("RGB"), "JPEG", quality=85)
+    png = _encode(scaled, "PNG")
     mime, body = ("image/png", png)
-    if jpeg is not None and len(jpeg) < len(png) * 0.7:
-        mime, body = ("image/jpeg", jpeg)
+    if len(png) > MAX_IMAGE_BYTES:  # JPEG only when lossless does not fit
+        mime, body = ("image/jpeg", _encode(scaled.convert("RGB"), "JPEG", quality=85))
     if len(body) > MAX_IMAGE_BYTES:
         return None
     w, h = scaled.size

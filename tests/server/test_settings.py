@@ -46,3 +46,18 @@ async def test_result_chars_from_the_server_config_reaches_the_model(
     sent = [m for m in scripted_model.requests[1]["messages"] if m["role"] == "tool"]
     result = sent[-1]["content"].split("\n")  # then how long it ran, and the budget left
     assert result[0] == "x" * 12000 and result[1].startswith("[ran ")
+
+
+async def test_agents_md_of_the_workspace_is_in_the_system_message(
+    api: Api, scripted_model: Any, jp_root_dir: Any
+) -> None:
+    """A server session reads the workspace's AGENTS.md into its system message, the same in
+    every step's request."""
+    (jp_root_dir / "AGENTS.md").write_text("Our fiscal year starts in April.\n")
+    scripted_model.set_script([tool_calls(("run_cell", {"code": "1"})), text("done")])
+    session = await api.start("which quarter is May in?")
+    assert (await api.run_to_end(session["id"]))[-1]["status"] == "answered"
+    systems = [r["messages"][0] for r in scripted_model.requests]
+    assert len(systems) == 2 and systems[0] == systems[1]
+    assert "Our fiscal year starts in April." in systems[0]["content"]
+    await api.ok("DELETE", f"sessions/{session['id']}")

@@ -52,6 +52,32 @@ async def test_a_script_run_by_run_command_is_trimmed_too(box):
     assert "FileNotFoundError" in res.text
 
 
+async def test_a_pandas_parser_error_comes_without_cython_noise(box):
+    pytest.importorskip("pandas")
+    (box.root / "bad.csv").write_text("a,b\n1,2\n3,4,5,6\n")
+    res = await box.call("run_cell", {"code": "import pandas as pd\npd.read_csv('bad.csv')"})
+    full = "\n".join(res.outputs[-1]["traceback"])
+    assert "Could not get source" in full and ".pyx" in full  # what the recording keeps
+    text = res.text
+    assert "Could not get source" not in text and ".pyx" not in text
+    assert "Cell In[" in text and "pd.read_csv('bad.csv')" in text
+    assert text.count("library frames left out") == 1  # one line for the group
+    assert text.count("File <env>/pandas/") == 1  # the last library frame, a Python one
+    lines = text.rstrip().split("\n")
+    assert lines[-1].startswith("ParserError: Error tokenizing data")
+    assert lines[-2] == ""  # nothing between the last library frame and the exception
+
+
+async def test_a_workspace_script_frame_is_shown_relative_to_the_workspace(box):
+    (box.root / "tools").mkdir(exist_ok=True)
+    (box.root / "tools" / "calc.py").write_text("def half(x):\n    return x / 0\n")
+    code = "import sys\nsys.path.insert(0, 'tools')\nimport calc\ncalc.half(4)"
+    res = await box.call("run_cell", {"code": code})
+    assert str(box.root) in "\n".join(res.outputs[-1]["traceback"])  # the recording's
+    assert str(box.root) not in res.text
+    assert "File tools/calc.py:2, in half" in res.text
+
+
 async def test_warnings_appear_once_with_a_count(box):
     code = (
         "import warnings\n"
@@ -81,7 +107,7 @@ async def test_repeated_distinct_warnings_are_counted_each(box):
 
 async def test_output_cut_short_says_so_and_the_cell_says_how_long_it_ran(box):
     res = await box.call("run_cell", {"code": "for i in range(5000): print('line', i)"})
-    assert "characters elided" in res.text  # head and tail, the cut said
+    assert "of 5000 not shown" in res.text  # head and tail, the cut names the lines
     assert "line 0" in res.text and "line 4999" in res.text
     assert res.text.rstrip().endswith(" s]") and "\n[ran " in res.text
 
