@@ -115,6 +115,7 @@ class ChangesHandler(BaseHandler):
             if not raw.isdigit() or int(raw) <= 0 or len(raw) > 9:
                 raise ApiError(400, "step must be a positive whole number")
             step = int(raw)
+        await session.settled()  # a run that just ended: its last snapshot is listed
         live = session.recorder.notebook if session.recorder is not None else None
         answer = await change_set(self.manager, session, live, step)
         self.reply({"session_id": session.id, **answer})
@@ -144,6 +145,7 @@ class RevertHandler(BaseHandler):
         body = self.json_body(REVERT)
         if session.busy:
             raise ApiError(409, f"session {session_id} is running; wait for it or cancel it first")
+        await session.settled()
         manager = self.manager
         recorder = session.recorder
         if recorder is None:  # a closed session read from disk: continue its notebook

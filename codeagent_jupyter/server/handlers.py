@@ -203,9 +203,7 @@ class NotebookHandler(BaseHandler):
     @authorized
     async def get(self, session_id: str) -> None:
         session = self.session(session_id)
-        settled = getattr(session.changes, "settled", None)
-        if settled is not None:  # a run that just ended: its last snapshot and change set first
-            await settled()
+        await session.settled()  # a run that just ended: its last snapshot and change set
         try:
             # the notebook holds what the sandbox printed (megabytes): read off the loop
             text = await off_loop(session.path.read_text, encoding="utf-8")

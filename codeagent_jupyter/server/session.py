@@ -73,8 +73,8 @@ class AgentSession:
         self.sandbox: Any = None
         self.recorder: Any = None
         self.task: asyncio.Task[Any] | None = None
-        self._settling = False
-        """The run has ended and its change set is being placed: a follow-up waits for it."""
+        self._settling: asyncio.Task[Any] | None = None
+        """The run task that has ended and is placing its change set (a follow-up waits)."""
         self.closed = False
         self.closed_reason: str | None = None
         """Why the sandbox was released (``lifecycle.CLOSED_REASONS``); None while open."""
@@ -138,8 +138,8 @@ class AgentSession:
     def state(self) -> str:
         if self.closed:
             return CLOSED
-        if self.task is not None and not self.task.done():
-            return RUNNING
+        if self.task is not None and not self.task.done() and self._settling is not self.task:
+            return RUNNING  # a run whose change set is being placed is over for its user
         return IDLE if self.loop is not None else STARTING
 
     @property
@@ -193,8 +193,8 @@ class AgentSession:
         ``title``: how the request reads to people (``RunStarted.title``)."""
         if self.closed:
             raise ApiError(409, f"session {self.id} is closed; start a new session")
-        settling = self._settling  # the last run is over; only its change set is being placed
-        if self.running and not settling:
+        settling = self.task is not None and self._settling is self.task  # its cell, only
+        if self.running:
             raise ApiError(409, f"session {self.id} is running; wait for it or cancel it first")
         if self.changes is not None and self.changes.lock.locked() and not settling:
             raise ApiError(409, f"session {self.id} is reverting a file; send it again in a moment")
@@ -225,12 +225,20 @@ class AgentSession:
             self._status = ev.ERROR
         finally:
             self.touch()
-        if self.changes is not None:  # idle only once the notebook ends with its change set
-            self._settling = True
+        if self.changes is not None:  # idle for its user; the notebook route and a follow-up wait
+            self._settling = asyncio.current_task()
             try:
                 await self.changes.settled()
             finally:
-                self._settling = False
+                if self._settling is asyncio.current_task():
+                    self._settling = None
+
+    async def settled(self) -> None:
+        """Wait until the last run's workspace snapshots and change set are in its notebook
+        (workers place them after ``run_finished``); what reads them waits for this."""
+        settled = getattr(self.changes, "settled", None)
+        if settled is not None:
+            await settled()
 
     def cancel(self) -> bool:
         """Interrupt the running cell and stop the run; False when nothing was running."""
