@@ -1,0 +1,93 @@
+"""The local sandbox's side of the lifelong disk budget: what is counted, and what is stopped.
+
+``Sandbox`` starts a ``DiskGuard`` with the kernel and ends it at shutdown, so the budget
+holds between calls as well as during them. Counted: the workspace (less its ``.codeagent``
+server state, which the sandbox cannot see) and the kernel's own private folder, bound
+read-write into the sandbox for its sockets (less the package overlay, which it sees
+read-only and the host fills under the install caps). The sandbox's ``/tmp`` is a tmpfs
+capped at launch, so it needs no count.
+
+When the guard finds the budget passed it kills every process of the sandbox at once
+(``stop.kill_sandbox``): a writer that detached itself dies with the kernel. A cell that was
+running ends as "died" with the budget as its reason; between calls, the next call finds
+the sandbox stopped and runs nothing while the workspace is still over (``idle_refusal``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..config import SandboxLimits
+from ..core.ports import ExecResult
+from ..util.disk_budget import RESERVED, OverBudget, measure_all
+from .disk_guard import DiskGuard, Roots
+from .overlay import PACKAGES_DIR
+from .stop import kill_sandbox
+
+STOPPED = "the sandbox's processes were stopped"
+
+
+class GuardedKernel:
+    """Mixin for ``Sandbox``: needs ``workdir``, ``limits``, ``private_dir``, ``_km``."""
+
+    workdir: Path
+    limits: SandboxLimits
+    _km: Any
+    enforcement: dict[str, Any]
+    disk_watch_s: float | None
+    _guard: DiskGuard | None = None
+
+    @property
+    def private_dir(self) -> Path | None:
+        raise NotImplementedError
+
+    def disk_roots(self) -> Roots:
+        """Every place this sandbox can write that lasts beyond a cell, as the budget counts."""
+        roots: Roots = [(self.workdir, frozenset({RESERVED}))]
+        private = self.private_dir
+        if private is not None:
+            roots.append((private, frozenset({PACKAGES_DIR})))
+        return roots
+
+    def _start_guard(self) -> None:
+        """Guard the budget from now to ``_stop_guard`` (not when ``disk_watch_s`` is None:
+        the check after each cell only)."""
+        if self._guard is None and self.disk_watch_s is not None:
+            self._guard = DiskGuard(self.disk_roots(), self.limits.disk_mb, self._over)
+            self._guard.start()
+        elif self._guard is not None:
+            self._guard.roots = self.disk_roots()
+            self._guard.rearm()
+
+    def _stop_guard(self) -> None:
+        if self._guard is not None:
+            self._guard.stop()
+            self._guard = None
+
+    def _over(self, over: OverBudget) -> None:
+        """In the guard's thread: the budget is passed, so nothing of the sandbox may run."""
+        km = self._km
+        process = getattr(getattr(km, "provisioner", None), "process", None)
+        namespace = self.enforcement.get("pid") in ("bwrap", "unshare")
+        kill_sandbox(getattr(process, "pid", None), getattr(km, "kernel_id", None), namespace)
+
+    def stopped_for(self) -> OverBudget | None:
+        """Why the guard stopped the sandbox's processes, until it was restarted."""
+        return self._guard.fired if self._guard is not None else None
+
+    def stop_reason(self, fallback: str) -> str:
+        """What ended the kernel: the budget when the guard stopped it, else ``fallback``."""
+        over = self.stopped_for()
+        return f"{over.reason}; {STOPPED}" if over is not None else fallback
+
+    def idle_refusal(self) -> ExecResult | None:
+        """The result of a call that finds the sandbox stopped for its budget and the
+        workspace still over it: nothing runs. None when it may run (after a restart)."""
+        if self.stopped_for() is None:
+            return None
+        over = measure_all(self.disk_roots()).over(self.limits.disk_mb)
+        if over is None:
+            return None
+        note = f"{over.reason}; {STOPPED} between calls; nothing ran"
+        return ExecResult(status="error", note=note, over_budget=over)
