@@ -11,7 +11,7 @@ from typing import Any
 
 from ..config import SandboxLimits
 from ..core.ports import ExecResult, OutputCallback
-from ..util.disk_budget import RESERVED, measure_all
+from ..util.disk_budget import RESERVED, OverBudget, measure_all
 from .disk import INTERVAL_S, DiskWatch
 from .disk_guard import Roots
 
@@ -36,6 +36,10 @@ class CellRunner:
     def disk_roots(self) -> Roots:
         """Where the budget counts what the sandbox wrote: here, the workspace."""
         return [(self.workdir, frozenset({RESERVED}))]
+
+    def crossed(self) -> OverBudget | None:
+        """The budget a lifelong guard stopped the current call for (None: no guard)."""
+        return None
 
     async def _run(
         self,
@@ -115,7 +119,7 @@ class CellRunner:
         if watch is None and (self._guard is None or not self.workdir.is_dir()):
             return result
         over = measure_all(self.disk_roots()).over(self.limits.disk_mb)
-        crossed = watch.over if watch is not None else None
+        crossed = watch.over if watch is not None else self.crossed()
         if crossed is not None and (over is None or over.used_bytes < crossed.used_bytes):
             over = crossed
         if over is None:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..util.disk_budget import MIB, OverBudget, Usage, apparent_bytes, measure
+from ..util.disk_budget import MAX_ENTRIES, MIB, OverBudget, Usage, apparent_bytes, measure
 from .disk import INTERVAL_S, MAX_SHARE
 
 try:
@@ -60,6 +60,8 @@ class DiskGuard:
         """What the guard stopped the sandbox for, until ``rearm``."""
         self.mode = "timer"
         """``inotify`` while every folder is watched, else ``timer``."""
+        self.settled = threading.Event()
+        """Set once the first walk since ``start`` or ``rearm`` is done (or fired)."""
         self._stop = threading.Event()
         self._armed = threading.Event()
         self._armed.set()
@@ -76,17 +78,22 @@ class DiskGuard:
         """End the watch; the thread notices within ``_WAIT_MS`` and closes its watches."""
         self._stop.set()
         self._armed.set()
+        self.settled.set()
 
     def rearm(self) -> None:
         """The sandbox was restarted: measure again from scratch and guard it anew."""
+        self.settled.clear()
         self.fired = None
         self._armed.set()
 
     def _fire(self, over: OverBudget) -> None:
+        """Stop the sandbox; a call that starts meanwhile waits (``settled``) until it is."""
+        self.settled.clear()
         self.fired = over
         self._armed.clear()
         with contextlib.suppress(Exception):  # the guard must outlive a failing stop
             self.on_over(over)
+        self.settled.set()
 
     def _loop(self) -> None:
         notify = None
@@ -112,6 +119,7 @@ class DiskGuard:
         if over is not None:
             self._fire(over)
             return
+        self.settled.set()
         every = WALK_S if self.mode == "inotify" else INTERVAL_S
         due = time.monotonic() + max(every, took / MAX_SHARE - took)
         while not self._stop.is_set() and self._armed.is_set():
@@ -122,8 +130,8 @@ class DiskGuard:
                 time.sleep(min(left, _WAIT_MS / 1000))
                 continue
             events = notify.read(timeout=int(min(left * 1000, _WAIT_MS)) + 1)
-            if self._follow(notify, events):
-                return  # a walk is due now (queue overflow, a folder moved in)
+            if self._follow(notify, events) or not self._armed.is_set():
+                return  # a walk is due now (queue overflow), or the guard fired
             if self._total > self.budget_mb * MIB:
                 self._fire(OverBudget(self.budget_mb, self._total))
                 return
@@ -165,6 +173,8 @@ class DiskGuard:
     def _follow(self, notify: INotify, events: list) -> bool:
         """Bring the running count up to date with ``events``; True when a walk is due."""
         for event in events:
+            if not self._armed.is_set():
+                return False
             if event.mask & F.Q_OVERFLOW:
                 return True
             folder = self._dirs.get(event.wd)
@@ -200,6 +210,10 @@ class DiskGuard:
         new = apparent_bytes(st)
         self._total += new - self._sizes.get(path, 0)
         self._sizes[path] = new
+        if len(self._sizes) > MAX_ENTRIES:
+            unmeasured = f"more than {MAX_ENTRIES:,} entries to measure"
+            self._fire(OverBudget(self.budget_mb, self._total, unmeasured))
+            return
         if path not in self._watched and os.path.isdir(path) and not os.path.islink(path):
             self._adopt(notify, path)
 

@@ -15,6 +15,8 @@ the sandbox stopped and runs nothing while the workspace is still over (``idle_r
 
 from __future__ import annotations
 
+import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,8 @@ from .overlay import PACKAGES_DIR
 from .stop import kill_sandbox
 
 STOPPED = "the sandbox's processes were stopped"
+SETTLE_S = 30.0
+"""Longest wait for the guard's first walk after a restart (a walk ends at its entry cap)."""
 
 
 class GuardedKernel:
@@ -37,6 +41,7 @@ class GuardedKernel:
     enforcement: dict[str, Any]
     disk_watch_s: float | None
     _guard: DiskGuard | None = None
+    _crossed: OverBudget | None = None
 
     @property
     def private_dir(self) -> Path | None:
@@ -71,19 +76,38 @@ class GuardedKernel:
         process = getattr(getattr(km, "provisioner", None), "process", None)
         namespace = self.enforcement.get("pid") in ("bwrap", "unshare")
         kill_sandbox(getattr(process, "pid", None), getattr(km, "kernel_id", None), namespace)
+        deadline = time.monotonic() + SETTLE_S
+        while process is not None and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)  # gone before the next call asks whether the kernel is alive
 
     def stopped_for(self) -> OverBudget | None:
         """Why the guard stopped the sandbox's processes, until it was restarted."""
         return self._guard.fired if self._guard is not None else None
 
-    def stop_reason(self, fallback: str) -> str:
-        """What ended the kernel: the budget when the guard stopped it, else ``fallback``."""
+    def stop_reason(self, fallback: str, during_call: bool) -> str:
+        """What ended the kernel: the budget when the guard stopped it, else ``fallback``.
+        A stop ``during_call`` is that call's over-budget reason (``crossed``), even where
+        the files shrink back below the budget once their writers are dead."""
         over = self.stopped_for()
-        return f"{over.reason}; {STOPPED}" if over is not None else fallback
+        if over is None:
+            return fallback
+        if during_call:
+            self._crossed = over
+        return f"{over.reason}; {STOPPED}"
 
-    def idle_refusal(self) -> ExecResult | None:
+    def crossed(self) -> OverBudget | None:
+        """The budget the guard stopped the current call for (then forgotten), or None."""
+        over, self._crossed = self._crossed, None
+        return over
+
+    async def idle_refusal(self) -> ExecResult | None:
         """The result of a call that finds the sandbox stopped for its budget and the
-        workspace still over it: nothing runs. None when it may run (after a restart)."""
+        workspace still over it: nothing runs. None when it may run (after a restart).
+        Right after a restart, the guard's first walk is awaited (off the loop), so a
+        workspace still over stops the call here rather than midway."""
+        guard = self._guard
+        if guard is not None and not guard.settled.is_set():
+            await asyncio.to_thread(guard.settled.wait, SETTLE_S)
         if self.stopped_for() is None:
             return None
         over = measure_all(self.disk_roots()).over(self.limits.disk_mb)

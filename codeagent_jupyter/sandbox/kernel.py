@@ -229,11 +229,11 @@ class Sandbox(GuardedKernel, CellRunner):
         if self._km is None:
             raise SandboxError("sandbox is not started")
         notes: list[str] = []
-        refused = self.idle_refusal()
+        refused = await self.idle_refusal()
         if refused is not None:
             return refused, {}
         if not await self._km.is_alive():
-            reason = self.stop_reason(describe_exit(self._returncode(), self.limits))
+            reason = self.stop_reason(describe_exit(self._returncode(), self.limits), False)
             await self.restart()
             notes.append(f"{reason} while idle; restarted; state lost")
         collector = OutputCollector(self.limits.output_bytes, on_output)
@@ -283,7 +283,8 @@ class Sandbox(GuardedKernel, CellRunner):
             if msg is None or time.monotonic() >= next_check:
                 next_check = time.monotonic() + _POLL_S
                 if not await self._km.is_alive():
-                    reason = self.stop_reason(describe_exit(self._returncode(), self.limits))
+                    exited = describe_exit(self._returncode(), self.limits)
+                    reason = self.stop_reason(exited, during_call=True)
                     end = time.monotonic()
                     await drain(self._kc, msg_id, collector)
                     await self.restart()
