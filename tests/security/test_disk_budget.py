@@ -225,7 +225,10 @@ async def test_a_cell_that_crosses_the_budget_stops_the_sandbox(tmp_path: Path) 
         assert r.note.endswith("the sandbox's processes were stopped between calls; nothing ran")
         (tmp_path / "sparse.bin").unlink()
         r = await sb.execute("print(1 + 1)")
-        assert r.status == "ok" and r.text.strip() == "2" and r.over_budget is None, (r.note, r.text)
+        assert r.status == "ok" and r.text.strip() == "2" and r.over_budget is None, (
+            r.note,
+            r.text,
+        )
 
 
 async def test_write_file_calls_cannot_fill_past_the_budget(
