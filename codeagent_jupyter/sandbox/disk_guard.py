@@ -45,6 +45,8 @@ WALK_S = 2.0
 """Seconds between full walks while inotify follows the writes (they only reconcile)."""
 MAX_WATCHES = 20_000
 """Folders watched per sandbox; beyond that, the timer (``INTERVAL_S``) alone."""
+BUSY_EVENTS = 256
+"""Events in one read that mean writers are busy: a call waits until the count catches up."""
 _WAIT_MS = 500
 """Longest wait for an event, so ``stop`` is noticed within half a second."""
 
@@ -62,6 +64,9 @@ class DiskGuard:
         """``inotify`` while every folder is watched, else ``timer``."""
         self.settled = threading.Event()
         """Set once the first walk since ``start`` or ``rearm`` is done (or fired)."""
+        self.caught_up = threading.Event()
+        """Cleared while a flood of events (``BUSY_EVENTS`` at once) is being counted."""
+        self.caught_up.set()
         self._stop = threading.Event()
         self._armed = threading.Event()
         self._armed.set()
@@ -79,6 +84,7 @@ class DiskGuard:
         self._stop.set()
         self._armed.set()
         self.settled.set()
+        self.caught_up.set()
 
     def rearm(self) -> None:
         """The sandbox was restarted: measure again from scratch and guard it anew."""
@@ -130,6 +136,10 @@ class DiskGuard:
                 time.sleep(min(left, _WAIT_MS / 1000))
                 continue
             events = notify.read(timeout=int(min(left * 1000, _WAIT_MS)) + 1)
+            if len(events) >= BUSY_EVENTS:
+                self.caught_up.clear()
+            else:
+                self.caught_up.set()
             if self._follow(notify, events) or not self._armed.is_set():
                 return  # a walk is due now (queue overflow), or the guard fired
             if self._total > self.budget_mb * MIB:
@@ -171,22 +181,28 @@ class DiskGuard:
                 self.mode = "timer"
 
     def _follow(self, notify: INotify, events: list) -> bool:
-        """Bring the running count up to date with ``events``; True when a walk is due."""
+        """Bring the running count up to date with ``events`` (each path re-read once per
+        batch), firing as soon as it passes the budget; True when a walk is due."""
+        pending: dict[tuple[int, str], int] = {}
         for event in events:
-            if not self._armed.is_set():
-                return False
             if event.mask & F.Q_OVERFLOW:
                 return True
-            folder = self._dirs.get(event.wd)
-            if folder is None or not event.name:
+            if event.name:
+                key = (event.wd, event.name)
+                pending[key] = pending.get(key, 0) | event.mask
+        for (wd, name), mask in pending.items():
+            folder = self._dirs.get(wd)
+            if folder is None or self._skipped(folder, name):
                 continue
-            if self._skipped(folder, event.name):
-                continue
-            path = os.path.join(folder, event.name)
-            if event.mask & (F.DELETE | F.MOVED_FROM):
-                self._forget(path, below=bool(event.mask & F.ISDIR))
-                continue
+            path = os.path.join(folder, name)
+            if mask & F.ISDIR and mask & (F.DELETE | F.MOVED_FROM):
+                self._forget(path, below=True)
             self._recount(notify, path)
+            if not self._armed.is_set():
+                return False
+            if self._total > self.budget_mb * MIB:
+                self._fire(OverBudget(self.budget_mb, self._total))
+                return False
         return False
 
     def _skipped(self, folder: str, name: str) -> bool:

@@ -32,6 +32,12 @@ SETTLE_S = 30.0
 """Longest wait for the guard's first walk after a restart (a walk ends at its entry cap)."""
 
 
+def _wait_for(guard: DiskGuard) -> None:
+    deadline = time.monotonic() + SETTLE_S
+    for event in (guard.settled, guard.caught_up):
+        event.wait(max(0.0, deadline - time.monotonic()))
+
+
 class GuardedKernel:
     """Mixin for ``Sandbox``: needs ``workdir``, ``limits``, ``private_dir``, ``_km``."""
 
@@ -103,11 +109,12 @@ class GuardedKernel:
     async def idle_refusal(self) -> ExecResult | None:
         """The result of a call that finds the sandbox stopped for its budget and the
         workspace still over it: nothing runs. None when it may run (after a restart).
-        Right after a restart, the guard's first walk is awaited (off the loop), so a
-        workspace still over stops the call here rather than midway."""
+        Right after a restart, or while the guard is still counting a flood of writes, it
+        is awaited (off the loop), so a workspace over its budget stops the call here
+        rather than midway."""
         guard = self._guard
-        if guard is not None and not guard.settled.is_set():
-            await asyncio.to_thread(guard.settled.wait, SETTLE_S)
+        if guard is not None and not (guard.settled.is_set() and guard.caught_up.is_set()):
+            await asyncio.to_thread(_wait_for, guard)
         if self.stopped_for() is None:
             return None
         over = measure_all(self.disk_roots()).over(self.limits.disk_mb)
