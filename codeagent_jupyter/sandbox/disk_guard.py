@@ -140,8 +140,12 @@ class DiskGuard:
                 self.caught_up.clear()
             else:
                 self.caught_up.set()
-            if self._follow(notify, events) or not self._armed.is_set():
-                return  # a walk is due now (queue overflow), or the guard fired
+            if self._follow(notify, events):
+                # Events were lost: walk again, but leave the writers at least half the
+                # time (a flood of files would otherwise be walked over and over).
+                due = min(due, time.monotonic() + took)
+            if not self._armed.is_set():
+                return
             if self._total > self.budget_mb * MIB:
                 self._fire(OverBudget(self.budget_mb, self._total))
                 return
@@ -170,8 +174,9 @@ class DiskGuard:
         if len(self._watched) >= MAX_WATCHES:
             self.mode = "timer"
             return
-        mask = (F.MODIFY | F.ATTRIB | F.CLOSE_WRITE | F.CREATE | F.DELETE | F.MOVED_FROM) | (
-            F.MOVED_TO | F.DONT_FOLLOW | F.ONLYDIR | F.EXCL_UNLINK
+        # A write, truncate or fallocate is a MODIFY; an entry comes and goes by the rest.
+        mask = (F.MODIFY | F.CREATE | F.DELETE | F.MOVED_FROM | F.MOVED_TO) | (
+            F.DONT_FOLLOW | F.ONLYDIR | F.EXCL_UNLINK
         )
         try:
             self._dirs[notify.add_watch(path, mask)] = path
@@ -184,9 +189,9 @@ class DiskGuard:
         """Bring the running count up to date with ``events`` (each path re-read once per
         batch), firing as soon as it passes the budget; True when a walk is due."""
         pending: dict[tuple[int, str], int] = {}
+        lost = False
         for event in events:
-            if event.mask & F.Q_OVERFLOW:
-                return True
+            lost = lost or bool(event.mask & F.Q_OVERFLOW)
             if event.name:
                 key = (event.wd, event.name)
                 pending[key] = pending.get(key, 0) | event.mask
@@ -203,7 +208,7 @@ class DiskGuard:
             if self._total > self.budget_mb * MIB:
                 self._fire(OverBudget(self.budget_mb, self._total))
                 return False
-        return False
+        return lost
 
     def _skipped(self, folder: str, name: str) -> bool:
         return any(folder == str(root) and name in skip for root, skip in self.roots)
