@@ -25,7 +25,7 @@ from ..core.ports import ExecResult
 from ..util.disk_budget import RESERVED, OverBudget, measure_all
 from .disk_guard import DiskGuard, Roots
 from .overlay import PACKAGES_DIR
-from .stop import kill_sandbox
+from .stop import groups, kill_sandbox
 
 STOPPED = "the sandbox's processes were stopped"
 SETTLE_S = 30.0
@@ -48,6 +48,7 @@ class GuardedKernel:
     disk_watch_s: float | None
     _guard: DiskGuard | None = None
     _crossed: OverBudget | None = None
+    _pgids: dict[int, str] | None = None
 
     @property
     def private_dir(self) -> Path | None:
@@ -64,6 +65,8 @@ class GuardedKernel:
     def _start_guard(self) -> None:
         """Guard the budget from now to ``_stop_guard`` (not when ``disk_watch_s`` is None:
         the check after each cell only)."""
+        process = getattr(getattr(self._km, "provisioner", None), "process", None)
+        self._pgids = groups(process.pid) if process is not None else None
         if self._guard is None and self.disk_watch_s is not None:
             self._guard = DiskGuard(self.disk_roots(), self.limits.disk_mb, self._over)
             self._guard.start()
@@ -81,7 +84,8 @@ class GuardedKernel:
         km = self._km
         process = getattr(getattr(km, "provisioner", None), "process", None)
         namespace = self.enforcement.get("pid") in ("bwrap", "unshare")
-        kill_sandbox(getattr(process, "pid", None), getattr(km, "kernel_id", None), namespace)
+        pid, kernel_id = getattr(process, "pid", None), getattr(km, "kernel_id", None)
+        kill_sandbox(pid, kernel_id, namespace, self._pgids)
         deadline = time.monotonic() + SETTLE_S
         while process is not None and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)  # gone before the next call asks whether the kernel is alive

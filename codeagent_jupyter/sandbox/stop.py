@@ -4,6 +4,7 @@ A cell's process can double-fork and ``setsid`` away from the kernel; it still b
 the sandbox, and the disk budget (``disk_guard``) must be able to end it. Three nets, each
 catching what the one before may not:
 
+- the process groups the kernel's processes were in when it started: one signal each;
 - the launcher's process: under bubblewrap or ``unshare`` it heads a pid namespace whose
   first process dies with it (``--die-with-parent``, ``--kill-child``), and the kernel then
   kills everything else in that namespace, detached or not;
@@ -59,12 +60,45 @@ def _scan(pid: int) -> list[int]:
     return found
 
 
-def kill_sandbox(pid: int | None, kernel_id: str | None, pid_namespace: bool) -> None:
+def _started(pid: int) -> str | None:
+    """When process ``pid`` started (``/proc/PID/stat`` field 22): with the pid, who it is."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def groups(pid: int) -> dict[int, str]:
+    """The process groups of ``pid`` and its descendants now (never the caller's own), each
+    with its leader's start time: one ``killpg`` each reaches at once every process that
+    stayed in them, and the start time proves later that the number is still theirs."""
+    found: dict[int, str] = {}
+    for member in [pid, *descendants(pid)]:
+        with contextlib.suppress(OSError):
+            pgid = os.getpgid(member)
+            started = _started(pgid)
+            if pgid != os.getpgrp() and started is not None:
+                found[pgid] = started
+    return found
+
+
+def kill_sandbox(
+    pid: int | None,
+    kernel_id: str | None,
+    pid_namespace: bool,
+    pgids: dict[int, str] | None = None,
+) -> None:
     """SIGKILL the sandbox whose launcher is ``pid`` and all it started (see the module).
 
-    With a ``pid_namespace`` the launcher goes first (its namespace dies with it, no
-    write in between); without one its descendants are listed before it dies, while they
-    are still below it."""
+    ``pgids`` (``groups``, taken when the kernel started) go first: one signal each stops
+    every process still in them, writers included, before any exit has to be scheduled;
+    a group whose leader is gone is left to the other nets (its number could be reused).
+    With a ``pid_namespace`` the launcher goes next (its namespace dies with it); without
+    one its descendants are listed before it dies, while they are still below it."""
+    for pgid, started in (pgids or {}).items():
+        if _started(pgid) == started:
+            with contextlib.suppress(OSError):
+                os.killpg(pgid, signal.SIGKILL)
     if pid is not None and pid_namespace:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
