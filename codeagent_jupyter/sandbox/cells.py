@@ -126,7 +126,8 @@ class CellRunner:
             return result
         result.status = "error"
         result.over_budget = over
-        if "disk budget" in result.note:
+        if crossed is not None and crossed.reason in result.note:
+            result.over_budget = crossed  # the reason the note already gives
             return result
         note = over.reason + ("; the cell was interrupted" if crossed is not None else "")
         result.note = f"{result.note}; {note}" if result.note else note
