@@ -23,6 +23,7 @@ and skips.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
@@ -189,3 +190,28 @@ async def test_four_parallel_writers_stay_within_the_overshoot_bound(tmp_path: P
         assert r.status == "error" and r.over_budget is not None, r.note
         streams = "".join(o.get("text", "") for o in r.outputs if o["output_type"] == "stream")
         assert "all written" not in streams
+
+
+async def test_a_folder_the_host_cannot_list_counts_as_over_budget(tmp_path: Path) -> None:
+    """A folder the sandbox closed (mode 000) hides what it holds from the walk: over."""
+    if os.geteuid() == 0:
+        pytest.skip("root lists every folder: the unprivileged lane runs this")
+    hide = dedent(
+        """
+        import os
+        os.makedirs("locked/inner")
+        with open("locked/inner/big.bin", "wb") as f:
+            f.write(b"h" * (8 << 20))
+        os.chmod("locked", 0)
+        print("hidden")
+        """
+    )
+    try:
+        async with Sandbox(workdir=tmp_path, limits=LIMITS, allow_unconfined=True) as sb:
+            first = await sb.execute(hide)
+    finally:
+        with contextlib.suppress(OSError):  # so that the test's folder can be removed
+            os.chmod(tmp_path / "locked", 0o700)
+    why = "counted as exceeded: a folder could not be measured (Permission denied)"
+    assert first.status == "error" and first.over_budget is not None, first.note
+    assert why in first.note, first.note  # 8 MiB of 16, but what else is in there?
