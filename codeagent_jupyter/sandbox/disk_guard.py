@@ -22,8 +22,11 @@ still holds, with the overshoot of a timer (docs/security.md states both).
 
 from __future__ import annotations
 
+import array
 import contextlib
+import fcntl
 import os
+import termios
 import threading
 import time
 from collections.abc import Callable
@@ -67,6 +70,7 @@ class DiskGuard:
         self.caught_up = threading.Event()
         """Cleared while a flood of events (``BUSY_EVENTS`` at once) is being counted."""
         self.caught_up.set()
+        self._fd = -1
         self._stop = threading.Event()
         self._armed = threading.Event()
         self._armed.set()
@@ -86,6 +90,25 @@ class DiskGuard:
         self.settled.set()
         self.caught_up.set()
 
+    def behind(self) -> bool:
+        """Whether writes have happened that the count does not include yet: events not
+        read yet (the kernel's queue, ``FIONREAD``), or a flood or loss still being made up
+        for (``caught_up``), or no first walk yet (``settled``)."""
+        if not (self.settled.is_set() and self.caught_up.is_set()):
+            return True
+        fd, queued = self._fd, array.array("i", [0])
+        if fd < 0:
+            return False
+        with contextlib.suppress(OSError):
+            fcntl.ioctl(fd, termios.FIONREAD, queued)
+        return queued[0] > 0 and self._armed.is_set()
+
+    def wait_caught_up(self, timeout: float) -> None:
+        """Block (a worker thread, never the event loop) until ``behind`` is False."""
+        deadline = time.monotonic() + timeout
+        while self.behind() and time.monotonic() < deadline and not self._stop.is_set():
+            time.sleep(0.01)
+
     def rearm(self) -> None:
         """The sandbox was restarted: measure again from scratch and guard it anew."""
         self.settled.clear()
@@ -100,12 +123,14 @@ class DiskGuard:
         with contextlib.suppress(Exception):  # the guard must outlive a failing stop
             self.on_over(over)
         self.settled.set()
+        self.caught_up.set()
 
     def _loop(self) -> None:
         notify = None
         if INotify is not None:
             with contextlib.suppress(OSError):
                 notify = INotify()
+                self._fd = notify.fileno()
         try:
             while not self._stop.is_set():
                 self._armed.wait()
@@ -113,6 +138,7 @@ class DiskGuard:
                     break
                 self._guard(notify)
         finally:
+            self._fd = -1
             if notify is not None:
                 notify.close()
 
@@ -126,6 +152,8 @@ class DiskGuard:
             self._fire(over)
             return
         self.settled.set()
+        self.caught_up.set()
+        stale = False
         every = WALK_S if self.mode == "inotify" else INTERVAL_S
         due = time.monotonic() + max(every, took / MAX_SHARE - took)
         while not self._stop.is_set() and self._armed.is_set():
@@ -136,16 +164,19 @@ class DiskGuard:
                 time.sleep(min(left, _WAIT_MS / 1000))
                 continue
             events = notify.read(timeout=int(min(left * 1000, _WAIT_MS)) + 1)
-            if len(events) >= BUSY_EVENTS:
+            lost = self._follow(notify, events)
+            if not self._armed.is_set():
+                return  # fired: the sandbox is stopped
+            if lost:
+                # Events were lost: walk again, but leave the writers at least half the
+                # time (a flood of files would otherwise be walked over and over). The
+                # count is stale until then: a call waits for that walk.
+                due = min(due, time.monotonic() + took)
+                stale = True
+            if stale or len(events) >= BUSY_EVENTS:
                 self.caught_up.clear()
             else:
                 self.caught_up.set()
-            if self._follow(notify, events):
-                # Events were lost: walk again, but leave the writers at least half the
-                # time (a flood of files would otherwise be walked over and over).
-                due = min(due, time.monotonic() + took)
-            if not self._armed.is_set():
-                return
             if self._total > self.budget_mb * MIB:
                 self._fire(OverBudget(self.budget_mb, self._total))
                 return

@@ -32,12 +32,6 @@ SETTLE_S = 30.0
 """Longest wait for the guard's first walk after a restart (a walk ends at its entry cap)."""
 
 
-def _wait_for(guard: DiskGuard) -> None:
-    deadline = time.monotonic() + SETTLE_S
-    for event in (guard.settled, guard.caught_up):
-        event.wait(max(0.0, deadline - time.monotonic()))
-
-
 class GuardedKernel:
     """Mixin for ``Sandbox``: needs ``workdir``, ``limits``, ``private_dir``, ``_km``."""
 
@@ -117,8 +111,8 @@ class GuardedKernel:
         is awaited (off the loop), so a workspace over its budget stops the call here
         rather than midway."""
         guard = self._guard
-        if guard is not None and not (guard.settled.is_set() and guard.caught_up.is_set()):
-            await asyncio.to_thread(_wait_for, guard)
+        if guard is not None and guard.behind():
+            await asyncio.to_thread(guard.wait_caught_up, SETTLE_S)
         if self.stopped_for() is None:
             return None
         over = measure_all(self.disk_roots()).over(self.limits.disk_mb)
