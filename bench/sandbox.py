@@ -9,7 +9,7 @@ ratio is our overhead. The file tool round trip reads and writes 1 KB and 1 MB t
 ``confined.Workspace`` (what the file tools use) and through plain ``open``. The gateway
 column (``bench/sandbox_gateway.py``) compares the local backend with a real kernel gateway
 on this machine. The disk table runs a CPU-bound cell (about a second of pure Python) and
-``1+1`` with the workspace watch on and off (``disk_watch_s``), interleaved on one kernel
+``1+1`` with the lifelong disk guard on and off (``disk_guard``), interleaved on one kernel
 whose workspace holds ``--disk-files`` files, and quotes medians.
 """
 

@@ -71,8 +71,8 @@ class SandboxLimits:
     disk_mb: int = _setting(
         1024,
         "Disk the workspace may use, in MiB, counting each file's full length (sparse files "
-        "too); watched while a cell runs, which is interrupted and fails once over, and "
-        "checked before every copy into the workspace.",
+        "too); watched for the sandbox's whole life, whose processes are stopped once over "
+        "(the run fails), and checked before every copy into the workspace.",
     )
 
     @classmethod

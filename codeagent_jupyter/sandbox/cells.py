@@ -11,8 +11,9 @@ from typing import Any
 
 from ..config import SandboxLimits
 from ..core.ports import ExecResult, OutputCallback
-from ..util.disk_budget import over_budget
+from ..util.disk_budget import RESERVED, OverBudget, measure_all
 from .disk import INTERVAL_S, DiskWatch
+from .disk_guard import Roots
 
 _SHELL_MOD = "codeagent_jupyter.sandbox.shell"
 
@@ -29,6 +30,16 @@ class CellRunner:
     _lock: asyncio.Lock
     disk_watch_s: float | None = INTERVAL_S
     """Seconds between measures of the workspace while a cell runs (None: only after it)."""
+    _guard: object | None = None
+    """A lifelong ``DiskGuard`` (the local sandbox's): then no per-cell ``DiskWatch``."""
+
+    def disk_roots(self) -> Roots:
+        """Where the budget counts what the sandbox wrote: here, the workspace."""
+        return [(self.workdir, frozenset({RESERVED}))]
+
+    def crossed(self) -> OverBudget | None:
+        """The budget a lifelong guard stopped the current call for (None: no guard)."""
+        return None
 
     async def _run(
         self,
@@ -52,7 +63,7 @@ class CellRunner:
         """``_run`` under a ``DiskWatch`` of the workspace (where it is visible here), and
         the disk budget checked once more after the cell."""
         watch = None
-        if self.workdir.is_dir():
+        if self.workdir.is_dir() and self._guard is None:
             watch = DiskWatch(self.workdir, self.limits.disk_mb, self.disk_watch_s)
             watch.start()
         try:
@@ -101,17 +112,23 @@ class CellRunner:
         """Turn a cell that took the workspace over ``limits.disk_mb`` (while it ran, or by
         the end) into an error that carries ``over_budget``, the typed reason the agent loop
         stops on. A remote kernel's workspace is checked where it is visible here (a shared
-        volume)."""
-        if watch is None:
+        volume). Under a lifelong guard, a note that already says the budget stopped the
+        sandbox is kept as it is."""
+        if result.over_budget is not None:
             return result
-        over = over_budget(self.workdir, self.limits.disk_mb)
-        crossed = watch.over
+        if watch is None and (self._guard is None or not self.workdir.is_dir()):
+            return result
+        over = measure_all(self.disk_roots()).over(self.limits.disk_mb)
+        crossed = watch.over if watch is not None else self.crossed()
         if crossed is not None and (over is None or over.used_bytes < crossed.used_bytes):
             over = crossed
         if over is None:
             return result
-        note = over.reason + ("; the cell was interrupted" if crossed is not None else "")
         result.status = "error"
         result.over_budget = over
+        if crossed is not None and crossed.reason in result.note:
+            result.over_budget = crossed  # the reason the note already gives
+            return result
+        note = over.reason + ("; the cell was interrupted" if crossed is not None else "")
         result.note = f"{result.note}; {note}" if result.note else note
         return result

@@ -101,6 +101,18 @@ def remove(kernel_id: str, wait_s: float = 2.0) -> None:
             _remove_one(path, time.monotonic() + wait_s)
 
 
+def kill_members(kernel_id: str) -> None:
+    """SIGKILL every process in the kernel's groups now, and leave the groups in place (the
+    kernel manager restarts into them or removes them)."""
+    for path in set(group_dirs(kernel_id).values()):
+        with contextlib.suppress(OSError):
+            (path / "cgroup.kill").write_text("1")
+        with contextlib.suppress(OSError, ValueError):
+            for pid in (path / "cgroup.procs").read_text().split():
+                with contextlib.suppress(OSError):
+                    os.kill(int(pid), signal.SIGKILL)
+
+
 def _remove_one(path: Path, deadline: float) -> None:
     """Kill the whole group (double-forked daemons included), then delete it.
 

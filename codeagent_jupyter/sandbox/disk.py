@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..util.disk_budget import OverBudget, workspace_bytes
+from ..util.disk_budget import OverBudget, measure
 
 INTERVAL_S = 0.25
 """Seconds between two measures of a small workspace while a cell runs."""
@@ -67,10 +67,11 @@ class DiskWatch:
         assert self.interval_s is not None
         while True:
             began = time.perf_counter()
-            used = await asyncio.to_thread(workspace_bytes, self.root)
+            usage = await asyncio.to_thread(measure, self.root)
             took = time.perf_counter() - began
-            if used > self.budget_bytes:
-                self.over = OverBudget(self.budget_mb, used)
+            over = usage.over(self.budget_mb)
+            if over is not None:
+                self.over = over
                 if self.on_over is not None:
                     self.on_over()
                 return

@@ -31,6 +31,7 @@ from ..errors import ConfigError, IsolationUnavailable, SandboxError
 from .cells import CellRunner
 from .disk import DiskWatch
 from .egress_link import EgressLink
+from .guarded import GuardedKernel
 from .isolation import (
     ALLOW_UNCONFINED_ENV,
     EGRESS_ENV,
@@ -52,7 +53,7 @@ _POLL_S = 0.2
 __all__ = ["Sandbox", "describe_exit"]
 
 
-class Sandbox(CellRunner):
+class Sandbox(GuardedKernel, CellRunner):
     """A stateful sandbox kernel; see ``codeagent_jupyter.core.ports.SandboxPort``."""
 
     def __init__(
@@ -141,6 +142,7 @@ class Sandbox(CellRunner):
         except BaseException:
             await self.shutdown()
             raise
+        self._start_guard()
 
     async def _connect(self) -> None:
         kc = self._km.client()
@@ -214,6 +216,7 @@ class Sandbox(CellRunner):
 
     async def shutdown(self) -> None:
         """Stop the kernel and remove everything it left (sockets, cgroup, temp dirs)."""
+        self._stop_guard()
         if self._kc is not None:
             self._kc.stop_channels()
             self._kc = None
@@ -234,6 +237,7 @@ class Sandbox(CellRunner):
             self._kc = None
         await self._km.restart_kernel(now=True)
         await self._connect()
+        self._start_guard()
 
     async def _abandon(self) -> None:
         """The caller gave up on a cell (task cancelled): stop it so the next one can run."""
@@ -252,8 +256,11 @@ class Sandbox(CellRunner):
         if self._km is None:
             raise SandboxError("sandbox is not started")
         notes: list[str] = []
+        refused = await self.idle_refusal()
+        if refused is not None:
+            return refused, {}
         if not await self._km.is_alive():
-            reason = describe_exit(self._returncode(), self.limits)
+            reason = self.stop_reason(describe_exit(self._returncode(), self.limits), False)
             await self.restart()
             notes.append(f"{reason} while idle; restarted; state lost")
         collector = OutputCollector(self.limits.output_bytes, on_output)
@@ -303,7 +310,8 @@ class Sandbox(CellRunner):
             if msg is None or time.monotonic() >= next_check:
                 next_check = time.monotonic() + _POLL_S
                 if not await self._km.is_alive():
-                    reason = describe_exit(self._returncode(), self.limits)
+                    exited = describe_exit(self._returncode(), self.limits)
+                    reason = self.stop_reason(exited, during_call=True)
                     end = time.monotonic()
                     await drain(self._kc, msg_id, collector)
                     await self.restart()

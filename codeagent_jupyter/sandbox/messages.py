@@ -23,7 +23,7 @@ ENFORCED_BY_CLIENT = {
     "cell_timeout": "interrupt, then restart",
     "output_bytes": "truncate",
     "stdin": "disabled",
-    "disk": "workspace measured while each cell runs (file lengths)",
+    "disk": "workspace and kernel folder guarded for the sandbox's life (file lengths)",
 }
 """Limits this client enforces itself, whatever the launcher could apply."""
 

@@ -14,10 +14,14 @@ from typing import Any
 import pytest
 
 from tests.scripted_model import delay, text, tool_calls
-from tests.security.test_disk_budget import HELPER_TASK, LATER, SPARSE, _parent_and_helper
+from tests.security.test_disk_budget import (
+    HELPER_TASK,
+    LATER,
+    SPARSE,
+    _parent_and_helper,
+    stopped_at,
+)
 from tests.server.helpers import Api, of_type
-
-REASON = "workspace disk budget of 16 MiB exceeded (288 MiB used)"
 
 
 @pytest.mark.codeagent(
@@ -41,9 +45,10 @@ async def test_sparse_files_through_the_server(
     )
     sid = (await api.start("go"))["id"]
     events = await api.run_to_end(sid)
-    assert events[-1]["status"] == "error" and events[-1]["reason"] == REASON
+    assert events[-1]["status"] == "error"
+    stopped_at(events[-1]["reason"])  # the sandbox stopped at the first file past the budget
     (cell,) = of_type(events, "tool_call_finished")
-    assert cell["name"] == "run_cell" and REASON in cell["note"]
+    assert cell["name"] == "run_cell" and events[-1]["reason"] in cell["note"]
     assert of_type(events, "child_event") == []  # no helper was started
     assert len(scripted_model.requests) == 1
 
@@ -64,9 +69,10 @@ async def test_sparse_files_through_the_server(
     events = await api.run_to_end(sid)
     delegated = next(e for e in of_type(events, "tool_call_finished") if e["name"] == "delegate")
     assert '"status": "error"' in delegated["result"]
-    assert "the helper could not run: restoring the snapshot (288.0 MiB)" in delegated["result"]
+    assert "the helper could not run: restoring the snapshot (" in delegated["result"]
     assert "disk budget of 16 MiB" in delegated["result"]
     assert not any(
         e["event"]["type"] == "tool_call_started" for e in of_type(events, "child_event")
     )  # the helper never ran a cell
-    assert events[-1]["status"] == "error" and events[-1]["reason"] == REASON
+    assert events[-1]["status"] == "error"
+    stopped_at(events[-1]["reason"])
