@@ -12,7 +12,9 @@ alone. Each session that captures into a store leaves a reference file
   snapshots of the sessions *not* in ``protected`` (the open ones), oldest capture first,
   until ``needed`` bytes are free; blobs named in ``keep`` (the capture under way) stay.
 
-Both count what they free and never touch another store: a store is one owner's.
+Both count what they free and never touch another store: a store is one owner's. Both
+hold the store's ``lock`` (the server calls them from several threads): what they read of
+the references and blobs is still so when they write and delete.
 """
 
 from __future__ import annotations
@@ -81,26 +83,28 @@ class Refs:
 
 def release(store: Any, session: str) -> int:
     """Forget ``session``'s snapshots; the bytes freed (what no other session shares)."""
-    refs = store.refs.all()
-    if session not in refs:
-        return 0
-    drop = [(0.0, session, snap) for snap in refs[session]]
-    return _drop(store, refs, drop, needed=None, keep=set())
+    with store.lock:
+        refs = store.refs.all()
+        if session not in refs:
+            return 0
+        drop = [(0.0, session, snap) for snap in refs[session]]
+        return _drop(store, refs, drop, needed=None, keep=set())
 
 
 def collect(store: Any, needed: int, protected: set[str], keep: set[str]) -> int:
     """Free at least ``needed`` bytes (if it can) from the snapshots of sessions not in
     ``protected``, oldest first; the bytes freed."""
-    refs = store.refs.all()
-    candidates = sorted(
-        (at, session, snap)
-        for session, held in refs.items()
-        if session not in protected
-        for snap, at in held.items()
-    )
-    if not candidates:
-        return 0
-    return _drop(store, refs, candidates, needed=needed, keep=keep)
+    with store.lock:
+        refs = store.refs.all()
+        candidates = sorted(
+            (at, session, snap)
+            for session, held in refs.items()
+            if session not in protected
+            for snap, at in held.items()
+        )
+        if not candidates:
+            return 0
+        return _drop(store, refs, candidates, needed=needed, keep=keep)
 
 
 def _drop(

@@ -26,8 +26,13 @@ What callers can rely on:
   refuses (``DiskBudgetError``, nothing written) a snapshot whose files would not fit.
 - A store with a ``fallback`` (the server's shared store of earlier versions) reads the
   snapshots it lacks from there; it never writes or collects there.
+- One store may be used from several threads at once (the server captures in a worker
+  pool, restores in another thread and releases a deleted session's snapshots): ``lock``
+  serialises ``capture``, ``derive``, ``restore`` and ``recount`` with ``snapshot_gc``'s
+  ``collect`` and ``release``, so a release never sweeps the blobs of a capture under way
+  (not referenced yet) and two of them never write a reference file from stale reads.
 
-(Just over 300 lines, kept whole: the code is one class, the store, and a tenth of the
+(Some 360 lines, kept whole: the code is one class, the store, and a tenth of the
 module is the contract above.)
 """
 
@@ -37,6 +42,7 @@ import contextlib
 import hashlib
 import json
 import stat as stat_mod
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +81,9 @@ class SnapshotStore:
         """Captures that left a file out because the store was full (since start)."""
         self.last_full: str | None = None
         self._bytes: int | None = None
+        self.lock = threading.RLock()
+        """Held by every change to the store and every read of many of its files (see the
+        module's contract); re-entrant, as a capture collects through ``reclaim``."""
 
     @classmethod
     def for_workspace(
@@ -89,6 +98,10 @@ class SnapshotStore:
     ) -> Capture:
         """Snapshot the workspace at ``workdir``; ``previous`` is the last snapshot's id,
         ``session`` the session the snapshot is kept for (its reference)."""
+        with self.lock:
+            return self._capture(workdir, previous, session)
+
+    def _capture(self, workdir: Path, previous: str | None, session: str | None) -> Capture:
         ws = Workspace(workdir)
         before = self._previous_files(previous)
         files: dict[str, dict[str, Any]] = {}
@@ -194,12 +207,13 @@ class SnapshotStore:
 
     def recount(self) -> int:
         """Count the store's bytes afresh (after a collection); the count."""
-        manifests = self.root / "manifests"
-        total = sum(size for _, size in self.blobs.sizes())
-        if manifests.is_dir():
-            total += sum(p.stat().st_size for p in manifests.glob("*.json"))
-        self._bytes = total
-        return total
+        with self.lock:
+            manifests = self.root / "manifests"
+            total = sum(size for _, size in self.blobs.sizes())
+            if manifests.is_dir():
+                total += sum(p.stat().st_size for p in manifests.glob("*.json"))
+            self._bytes = total
+            return total
 
     # -- read back --------------------------------------------------------------------------
 
@@ -240,6 +254,10 @@ class SnapshotStore:
         """A snapshot like ``snapshot_id`` with ``changes`` applied (path -> a record of an
         earlier manifest, whose blob the store holds, or None: gone); its id. Nothing is read
         from a workspace (what "Revert this file" put back is known by its record)."""
+        with self.lock:
+            return self._derive(snapshot_id, changes, session)
+
+    def _derive(self, snapshot_id: str, changes: dict[str, Any], session: str | None) -> str:
         files = dict(self.manifest(snapshot_id)["files"])
         for path, record in changes.items():
             if record is None:
@@ -271,6 +289,10 @@ class SnapshotStore:
         """Write the snapshot's files into ``target`` (other files there are left alone);
         with ``budget_mb``, refuse up front (``DiskBudgetError``) when they would take
         ``target`` past that many MiB."""
+        with self.lock:  # no collection or release deletes a blob while it is read
+            return self._restore(snapshot_id, target, budget_mb)
+
+    def _restore(self, snapshot_id: str, target: Path, budget_mb: int | None) -> Restored:
         files = self.manifest(snapshot_id)["files"]
         ws = Workspace(target)
         if budget_mb is not None:

@@ -92,7 +92,9 @@ class HealthHandler(BaseHandler):
     @authorized
     async def get(self) -> None:
         await self.manager.ensure_pool()
-        self.reply(self.manager.health(self.owner))
+        owner = self.owner
+        await self.manager.snapshots_settled(owner)  # its store's use, captures asked for in
+        self.reply(self.manager.health(owner))
 
 
 class WarmHandler(BaseHandler):

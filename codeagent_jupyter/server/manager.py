@@ -18,6 +18,7 @@ from . import lifecycle
 from .creation import create
 from .errors import ApiError
 from .model_registry import ModelRegistry
+from .offloop import off_loop
 from .policy import Caller, check_text
 from .revive import pause, revive
 from .session import AgentSession
@@ -69,7 +70,8 @@ class SessionManager:
         self.snapshots = SnapshotAreas(
             self.state_dir / "snapshots",
             settings.snapshot_quota_mb,
-            lambda owner: protected_sessions(self.sessions.values(), owner),
+            # called by captures in worker threads: a copy, as the loop may add a session
+            lambda owner: protected_sessions(list(self.sessions.values()), owner),
         )
         self._reaper: asyncio.Task[None] | None = None
         self._stopping = False
@@ -202,8 +204,18 @@ class SessionManager:
         settled = getattr(session.snapshots, "settled", None)
         if settled is not None:  # a capture still in a worker would hold its files again
             await settled()
-        self.snapshots.release(session.owner, session.id)  # what only it held
+        # what only it held; in a worker, as the store's lock may wait for another capture
+        await off_loop(self.snapshots.release, session.owner, session.id)
         return session
+
+    async def snapshots_settled(self, owner: str) -> None:
+        """Wait until the captures ``owner``'s sessions asked for so far are in (a run's last
+        one is taken after ``run_finished``), and the store's use is counted, in a worker."""
+        for session in list(self.sessions.values()):
+            settled = getattr(session.snapshots, "settled", None)
+            if session.owner == owner and settled is not None:
+                await settled()
+        await off_loop(self.snapshots.store_for(owner).stored_bytes)
 
     # -- housekeeping ---------------------------------------------------------------------
 
