@@ -32,6 +32,8 @@ LOAD = "%load_ext " + (
     else "codeagent_jupyter.widget"
 )
 NOTEBOOK = "analysis.ipynb"
+STUCK = "stuck.ipynb"
+KERNELSPEC = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
 DATA = (
     "months = ['Jan', 'Feb', 'Mar', 'Apr']\n"
     "revenue = [120, 180, 150, 210]\n"
@@ -106,13 +108,13 @@ def test_agent_panel_in_jupyterlab(
         cells=[
             new_code_cell(LOAD, id="load"),
             new_code_cell("%agent plot monthly revenue for this year", id="agent"),
-            new_code_cell("%agent spin forever", id="stuck"),
         ],
-        metadata={
-            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}
-        },
+        metadata=KERNELSPEC,
     )
     nbformat.write(notebook, root / NOTEBOOK)
+    # Stop is tried in a notebook of its own, so the README's pictures show only the run.
+    stuck_cells = [new_code_cell(LOAD, id="load"), new_code_cell("%agent spin forever", id="stuck")]
+    nbformat.write(new_notebook(cells=stuck_cells, metadata=KERNELSPEC), root / STUCK)
     page = browser_page
     lab = LabPage(page, base_url, token)
     lab.open_notebook(NOTEBOOK)
@@ -139,9 +141,9 @@ def test_agent_panel_in_jupyterlab(
     cell_views = panel.locator(".codeagent-cell-view")
     assert cell_views.count() == 3
     cell_views.nth(2).locator(".codeagent-accept").click()
-    lab.wait_cell_count(4)
+    lab.wait_cell_count(3)
     panel.locator(".codeagent-accept-all").click()
-    lab.wait_cell_count(5)
+    lab.wait_cell_count(4)
     panel.locator(".codeagent-notice", has_text="Inserted cell 1").wait_for()
     lab.save()
 
@@ -150,13 +152,7 @@ def test_agent_panel_in_jupyterlab(
     events = detail["events"]
     ran = {e["code"]: e for e in events if e["type"] == "tool_call_finished" and e.get("code")}
     cells = lab.read_saved(root).cells
-    assert [c.source for c in cells] == [
-        LOAD,
-        notebook.cells[1].source,
-        DATA,
-        PLOT,
-        "%agent spin forever",
-    ]
+    assert [c.source for c in cells] == [LOAD, notebook.cells[1].source, DATA, PLOT]
     for cell in cells[2:4]:
         finished = ran[cell.source]
         assert cell.metadata["codeagent"] == {
@@ -168,15 +164,17 @@ def test_agent_panel_in_jupyterlab(
     decisions = {e["cell_id"]: e["accepted"] for e in events if e["type"] == "cell_decision"}
     assert decisions == {ran[DATA]["tool_call_id"]: True, ran[PLOT]["tool_call_id"]: True}
     lab.select_cell(cells[2].id)
-    scroll_to(lab, cells[4].id, "end")
+    scroll_to(lab, cells[3].id, "end")
     shutil.copyfile(screenshot(page, "accepted"), _for_docs(artifacts_dir, "accepted.png"))
 
     # Stop: a run stuck in an endless loop is cancelled and says so.
     model_server.set_script(
         [tool_calls(("run_cell", {"code": "while True: pass"})), text("unreachable")]
     )
+    lab.open_notebook(STUCK)
+    lab.run_cell("load")
     lab.run_cell("stuck")
-    stuck = page.locator(".codeagent-panel").nth(1)
+    stuck = page.locator(".codeagent-panel").last
     stuck.locator('.codeagent-cell[data-status="running"]').wait_for(timeout=60_000)
     stuck.locator(".codeagent-stop").click()
     stuck.locator('.codeagent-run-status[data-status="cancelled"]').wait_for(timeout=30_000)
