@@ -326,6 +326,33 @@ class NetworkRequest(Event):
 
 
 @dataclass(frozen=True)
+class NetworkApprovalRequested(Event):
+    """The sandbox asked to reach a host the egress policy does not list (``default: ask``):
+    the request waits for the user. Keyed by ``host`` as the broker checked it (lower case,
+    strict host syntax), never by an id the model or the sandbox chose; ``port``, ``method``
+    and ``rule`` (what made it ask) say what was asked; unanswered after ``timeout_s`` it is
+    denied."""
+
+    type: ClassVar[str] = "network_approval_requested"
+    host: str = ""
+    port: int = 0
+    method: str = ""
+    rule: str = ""
+    timeout_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class NetworkApprovalDecided(Event):
+    """How a waiting network approval ended: ``answer`` is ``once``, ``session`` (the host
+    is allowed until the session ends), ``deny`` (refused for the session), or ``timeout``
+    (nobody answered in time: that request is denied, the next one asks again)."""
+
+    type: ClassVar[str] = "network_approval_decided"
+    host: str = ""
+    answer: str = ""
+
+
+@dataclass(frozen=True)
 class HelperEvent(Event):
     """An event of a helper agent started by the ``delegate`` tool call ``parent_tool_call_id``.
 

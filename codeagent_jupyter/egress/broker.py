@@ -41,7 +41,9 @@ class Broker(Relaying):
 
     ``head_timeout``: seconds a client has to send its request head (a slow client is
     answered 408); ``idle_timeout``: seconds a transfer may stall either way before it is
-    cut; at most ``max_connections`` at once (more are answered 503).
+    cut; at most ``max_connections`` at once (more are answered 503); ``ask_timeout``:
+    seconds a question to ``approve`` waits before the request is denied (by default the
+    policy's ``ask_timeout_s``).
     """
 
     def __init__(
@@ -55,7 +57,7 @@ class Broker(Relaying):
         idle_timeout: float = 30.0,
         connect_timeout: float = 10.0,
         max_connections: int = 32,
-        ask_timeout: float = 300.0,
+        ask_timeout: float | None = None,
     ) -> None:
         self.policy = policy
         self.path = Path(path)
@@ -65,7 +67,8 @@ class Broker(Relaying):
         self.idle_timeout = idle_timeout
         self.connect_timeout = connect_timeout
         self.max_connections = max_connections
-        self.ask_timeout = ask_timeout
+        self.ask_timeout = policy.ask_timeout_s if ask_timeout is None else ask_timeout
+        """Seconds a ``default: ask`` question waits (the policy's ``ask_timeout_s``)."""
         self._answers: dict[str, Verdict] = {}
         """Answers given "for this session" (and denials), by host name."""
         self._asking = asyncio.Lock()
@@ -136,7 +139,7 @@ class Broker(Relaying):
         try:
             verdict = self.policy.decide(request.host, request.port, request.method)
             if verdict.ask:
-                verdict = await self._asked(request.host, verdict)
+                verdict = await self._asked(request.host, verdict, request.port, request.method)
             if not verdict.allowed:
                 raise Refused(verdict.status, verdict.rule)
             self._spend_token()
@@ -157,7 +160,7 @@ class Broker(Relaying):
             up_writer.close()
             self._report(record)
 
-    async def _asked(self, host: str, verdict: Verdict) -> Verdict:
+    async def _asked(self, host: str, verdict: Verdict, port: int, method: str) -> Verdict:
         """The user's answer for ``host`` (remembered for the session when they say so);
         one question at a time; no approver, no answer in time: the verdict as it was."""
         host = host.lower().rstrip(".")
@@ -169,9 +172,12 @@ class Broker(Relaying):
             if host in self._answers:
                 return self._answers[host]
             try:
-                answer = await asyncio.wait_for(self.approve(host), self.ask_timeout)
+                answer = await asyncio.wait_for(
+                    self.approve(host, port=port, method=method), self.ask_timeout
+                )
             except TimeoutError:
-                return Verdict(False, f"default ask: no answer about {host} in time", 403)
+                waited = f"{self.ask_timeout:g} s"
+                return Verdict(False, f"default ask: no answer about {host} within {waited}", 403)
         if answer == "once":
             return Verdict(True, f"approved {host} once")
         if answer == "session":

@@ -48,6 +48,13 @@ class EgressLink:
         self.broker = broker
         return broker.path
 
+    def set_approver(self, approve: Approver | None) -> None:
+        """Who answers ``default: ask`` from now on: a sandbox made before its session (a
+        pooled one) is given the session's approver once the session exists."""
+        self.approve = approve
+        if self.broker is not None:
+            self.broker.approve = approve
+
     async def close(self) -> None:
         """Stop the broker and remove its folder."""
         if self.broker is not None:

@@ -89,6 +89,7 @@ async def create(
         network = getattr(sandbox, "network_log", None)
         if network is not None:  # --network policy: the broker's records, from now on
             network.attach(session.bus)
+        session.network.attach(getattr(sandbox, "egress", None))  # default: ask asks the owner
         context = build_context(
             workdir,
             notebook,

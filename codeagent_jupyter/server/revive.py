@@ -149,6 +149,7 @@ async def _restore(r: _Revival, prompt: str) -> None:
     session.paused = False
     session.restored = rebuilt.to_dict() | {"summary": rebuilt.summary}
     session.attach(loop, r.sandbox, recorder)
+    session.network.attach(getattr(r.sandbox, "egress", None))  # default: ask asks the owner
     session.bus.publish(ev.SessionRestored, **rebuilt.event_fields())
     session.start_run(prompt)
 
