@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import events as ev
+from .network import answer_line
 from .state import (
     HIDDEN_TOOLS,
     RUNNING,
@@ -100,7 +101,14 @@ def reduce(state: SessionState, event: ev.Event) -> SessionState:
             new = replace(state, items=(*state.items, note))
         case ev.NetworkRequest():
             note = NoteItem(f"network-{event.seq}", f"Network: {event.summary()}", ())
-            new = replace(state, items=(*state.items, note))
+            network = state.network.with_request(event)
+            new = replace(state, items=(*state.items, note), network=network)
+        case ev.NetworkApprovalRequested():
+            new = replace(state, network=state.network.with_ask(event))
+        case ev.NetworkApprovalDecided():
+            note = NoteItem(f"network-{event.seq}", answer_line(event), ())
+            network = state.network.with_answer(event)
+            new = replace(state, items=(*state.items, note), network=network)
         case _:
             new = state
     return replace(new, last_seq=event.seq)
