@@ -151,6 +151,20 @@ async def test_the_owner_answers_each_host_over_rest(
     assert "403" in lines[3] and "denied other.test by the user" in lines[3], printed
     timed_out = f"no answer about third.test within {ASK_TIMEOUT_S} s"
     assert "403" in lines[4] and timed_out in lines[4], printed
+    # the change set lists the requests: count, hosts, bytes, denials (API and notebook)
+    code, changes = await api.call("GET", f"sessions/{sid}/changes", headers=ALICE)
+    assert code == 200 and changes["available"], changes
+    network = changes["network"]
+    assert (network["requests"], network["refused"]) == (5, 2)
+    assert network["hosts"] == ["data.test", "other.test", "third.test"]
+    assert network["denied"] == ["other.test", "third.test"]
+    assert network["bytes_down"] >= 3 * len(CSV) and network["bytes_up"] > 0
+    code, notebook = await api.call("GET", f"sessions/{sid}/notebook", headers=ALICE)
+    last = notebook["cells"][-1]
+    assert last["metadata"]["codeagent"]["kind"] == "changes"
+    assert "Network: 5 requests (2 refused) to data.test, other.test, third.test" in "".join(
+        last["source"]
+    )
     rules = [(r["url"].split("/")[2], r["rule"]) for r in of_type(seen, "network_request")]
     assert rules == [
         (f"data.test:{port}", "approved data.test once"),
