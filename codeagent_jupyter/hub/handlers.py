@@ -147,6 +147,15 @@ class ModelsHandler(JsonHandler):
         self.write_json({"object": "list", "data": data})
 
 
+class EgressHandler(JsonHandler):
+    """``GET v1/egress``: the class's egress ceiling (``{"egress": {...} | null}``), read by
+    each student's server at start; a student's token, as for the models."""
+
+    async def get(self) -> None:
+        await self.token_user()
+        self.write_json({"egress": self.gateway.policy.current().egress})
+
+
 class HealthHandler(JsonHandler):
     """``GET health``: unauthenticated liveness (nothing about users or the provider)."""
 

@@ -13,7 +13,8 @@ raising a quota takes effect on the very next request, without restarting anythi
       "max_concurrent": 2,
       "quota_reset_utc": "00:00",
       "groups": {"exam-room": {"ai_enabled": false}, "tas": {"daily_tokens": 1000000}},
-      "users": {"alice": {"daily_tokens": 50000}}
+      "users": {"alice": {"daily_tokens": 50000}},
+      "egress": {"allow": ["*.opendata.org"], "default": "deny", "methods": ["GET", "CONNECT"]}
     }
 
 Rules (``ai_enabled``, ``allowed_models``, ``daily_tokens``, ``course_tokens``,
@@ -22,6 +23,10 @@ Between groups, AI off wins, allowed models add up and limits take the most gene
 a user entry replaces whatever the class and groups said. ``allowed_models: []`` allows any
 model; a limit of ``0`` or ``null`` means none. The file is checked against ``SCHEMA`` with
 jsonschema; a problem is said in one line that names the setting.
+
+``egress`` (optional; the keys of ``c.CodeAgent.egress``) is the class's ceiling on what the
+students' sandboxes may reach under ``network: policy``: each student's server fetches it at
+start (``GET v1/egress``) and can only narrow it (``egress.ceiling``).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from ..egress.policy import EgressPolicy
+from ..egress.policy import PolicyError as EgressPolicyError
 from ..util.strict_schema import StrictValidator
 
 RULES = ("ai_enabled", "allowed_models", "daily_tokens", "course_tokens", "max_concurrent")
@@ -67,6 +74,8 @@ class Policy:
     reset: tuple[int, int] = (0, 0)
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
+    egress: dict[str, Any] | None = None
+    """The class's egress ceiling (``EgressPolicy`` JSON), or None: none set."""
 
     def rules_for(self, user: str, groups: list[str] | tuple[str, ...] = ()) -> Rules:
         rules = self.base
@@ -120,6 +129,7 @@ SCHEMA: dict[str, Any] = {
         "quota_reset_utc": {"type": "string", "pattern": r"^([01]?[0-9]|2[0-3]):[0-5]?[0-9]$"},
         "groups": _TABLE,
         "users": _TABLE,
+        "egress": {"type": ["object", "null"]},  # its keys are checked by EgressPolicy
     },
     "additionalProperties": False,
 }
@@ -131,6 +141,7 @@ _SAYS = {
     "default_model": "must be a model name",
     "groups": "must be an object of name -> settings",
     "users": "must be an object of name -> settings",
+    "egress": "must be an egress policy object",
 }
 
 
@@ -176,7 +187,14 @@ def parse_policy(raw: Any, where: str = "policy") -> Policy:
         raise PolicyError(_problem(where, raw, min(errors, key=rank)))
     hours, minutes = (int(part) for part in raw.get("quota_reset_utc", "00:00").split(":"))
     groups, users = ({n: _rules(e) for n, e in raw.get(t, {}).items()} for t in ("groups", "users"))
-    return Policy(Rules(**_rules(raw)), raw.get("default_model"), (hours, minutes), groups, users)
+    egress = raw.get("egress")
+    if egress is not None:
+        try:
+            EgressPolicy.from_dict(egress)
+        except EgressPolicyError as e:
+            raise PolicyError(f"{where}: {e}") from None
+    rules = Rules(**_rules(raw))
+    return Policy(rules, raw.get("default_model"), (hours, minutes), groups, users, egress)
 
 
 class PolicyFile:

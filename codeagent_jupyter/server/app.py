@@ -18,6 +18,7 @@ from jupyter_server.extension.application import ExtensionApp
 from ..errors import ConfigError
 from ..util.hardening import make_undumpable
 from .changes import routes as change_routes
+from .class_egress import apply_class_egress
 from .handlers import route_table
 from .installs import routes as install_routes
 from .manager import SessionManager
@@ -100,6 +101,8 @@ class CodeAgentApp(ExtensionApp):
             settings.base_url, settings.api_key = gateway.base_url, gateway.token
             if not (settings.model or os.environ.get("CODEAGENT_MODEL")):
                 settings.model = gateway.default_model
+            if gateway.egress is not None:
+                self.log.info("codeagent: %s", apply_class_egress(settings, gateway.egress))
         return gateway is not None
 
     def initialize_handlers(self) -> None:

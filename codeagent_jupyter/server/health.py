@@ -22,6 +22,7 @@ def report(manager: Any, owner: str | None = None) -> dict[str, Any]:
         "limits": manager.default_limits.to_dict(),
         "enforcement": enforcement,
         "allow_unconfined": manager.supply.allow_unconfined,
+        "egress": manager.settings.egress,  # under network: policy (on a hub: the class's)
         "unconfined": sandbox_report.is_unconfined(enforcement) if known else None,
         "gaps": sandbox_report.gaps(enforcement) if known else None,
         "warning": sandbox_report.warning(enforcement) if known else None,

@@ -71,3 +71,18 @@ def test_covers() -> None:
     )
     assert not covers("*.opendata.org", "opendata.org") and not covers("a.org", "*.a.org")
     assert covers("Data.Example.org.", "data.example.org")
+
+
+def test_a_students_server_applies_the_class_ceiling_to_its_own_settings() -> None:
+    from codeagent_jupyter.server.class_egress import apply_class_egress
+    from codeagent_jupyter.server.settings import CodeAgent
+
+    mine = CodeAgent(egress={"allow": ["*"], "methods": ["POST"]}, limits={"network": "host"})
+    said = apply_class_egress(mine, CLASS.to_dict())
+    assert "ceiling" in said and "network host became policy" in said
+    assert mine.limits["network"] == "policy"
+    got = mine.egress_policy()
+    assert got is not None and got.allow == () and got.methods == (NO_METHOD,)
+    broken = CodeAgent()
+    said = apply_class_egress(broken, {"allow": "everything"})
+    assert "nothing leaves" in said and broken.egress_policy() == EgressPolicy(default="deny")

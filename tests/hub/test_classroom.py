@@ -238,3 +238,20 @@ def test_ledger_totals_match_the_provider_and_survive_a_restart(hub: Hub) -> Non
     assert sum(int(r["total_tokens"]) for r in after) == hub.upstream.total()
     # Quotas read the same ledger: alice is still stopped after the restart.
     assert hub.chat(hub.login("alice")).status_code == 429
+
+
+def test_the_class_egress_policy_is_each_students_ceiling(hub: Hub) -> None:
+    egress = {"allow": ["*.opendata.org"], "default": "deny", "methods": ["GET", "CONNECT"]}
+    hub.write_policy(egress=egress)
+    assert hub.gateway("GET", "v1/egress", hub.login("bob")).json() == {"egress": egress}
+    assert hub.gateway("GET", "v1/egress", None).status_code == 401
+    # A server started now reads it: its own settings (none here) can only narrow it.
+    hub.start_server("dave")
+    sandbox = session_call(hub, "dave", "GET", "health")["sandbox"]
+    got = sandbox["egress"]
+    assert (got["allow"], got["default"], got["methods"]) == (
+        ["*.opendata.org"],
+        "deny",
+        egress["methods"],
+    )
+    hub.write_policy()

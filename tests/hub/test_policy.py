@@ -55,6 +55,9 @@ def test_the_quota_day_starts_at_the_reset_time() -> None:
         ({"users": {"a": {"allowed_models": [1]}}}, "users.a.allowed_models must be a list"),
         ({"quota_reset_utc": 4}, "quota_reset_utc must be HH:MM, not 4"),
         ({"default_model": 3}, "policy.default_model must be a model name"),
+        ({"egress": ["*"]}, "policy.egress must be an egress policy object"),
+        ({"egress": {"allow": ["a b"]}}, "policy: egress allow: 'a b' is not a host pattern"),
+        ({"egress": {"wide": True}}, "policy: unknown egress policy key(s): wide"),
     ],
 )
 def test_bad_policies_are_refused_in_one_line(raw: dict, message: str) -> None:
