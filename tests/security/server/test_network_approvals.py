@@ -4,7 +4,8 @@ owner's answer over REST, keyed by the host the broker checked.
 One real server (alice and bob by token), one session under ``network: policy``, one cell
 whose fetches the test answers as they come: once, for the session (then no question),
 deny, and no answer until the time limit. An answer about one host never lets another
-through; bob cannot answer alice's question; bad bodies are 4xx. Real sandbox, real broker,
+through; bob cannot answer alice's question; bad bodies are 4xx; the change set lists the
+requests; a second session asks again (what one session allowed is that session's only). Real sandbox, real broker,
 a real HTTP server on 127.0.0.2; the scripted model is the only stand-in.
 """
 
@@ -24,7 +25,7 @@ from tests.security.server.conftest import TokenUsers, as_user
 from tests.server.helpers import Api, of_type
 
 ALICE, BOB = as_user("alice-token"), as_user("bob-token")
-ASK_TIMEOUT_S = 6
+ASK_TIMEOUT_S = 15  # long enough to answer under a loaded CI, short for the timeout part
 HOSTS = ("data.test", "other.test", "third.test", "never.test")
 
 
@@ -173,3 +174,20 @@ async def test_the_owner_answers_each_host_over_rest(
         (f"other.test:{port}", "denied other.test by the user"),
         (f"third.test:{port}", f"default ask: {timed_out}"),
     ]
+
+    # "for this session" is that session's only: a new session of alice's asks again, and
+    # an answer sent to the first session does not reach the second's question
+    fetch = f"import urllib.request; urllib.request.urlopen('http://data.test:{port}/data.csv')"
+    scripted_model.set_script([tool_calls(("run_cell", {"code": fetch})), text("ok")])
+    code, second = await api.call("POST", "sessions", {"prompt": "again"}, headers=ALICE)
+    assert code == 201, second
+    ws = await api.ws_fetch("codeagent", "api", "sessions", second["id"], "events", headers=ALICE)
+    events = await api.read_until(
+        ws, lambda e: e["type"] == "network_approval_requested", timeout=240
+    )
+    assert events[-1]["host"] == "data.test"
+    assert (await _answer(api, sid, "data.test", {"approve": True}, ALICE))[0] == 404
+    assert (await _answer(api, second["id"], "data.test", {"approve": True}, ALICE))[0] == 200
+    events = await api.read_until(ws, lambda e: e["type"] == "run_finished", timeout=240)
+    ws.close()
+    assert [r["rule"] for r in of_type(events, "network_request")] == ["approved data.test once"]
