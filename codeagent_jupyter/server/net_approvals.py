@@ -50,6 +50,8 @@ class NetworkApprovals:
     def attach(self, egress: Any) -> None:
         """Become the approver of the session sandbox's broker (``EgressLink``); nothing
         for a sandbox without one (its network is ``none`` or ``host``)."""
+        self.allowed.clear()  # a new sandbox's broker remembers nothing (a resume, a fork)
+        self.denied.clear()
         if egress is None:
             return
         self.timeout_s = egress.policy.ask_timeout_s
