@@ -5,8 +5,9 @@ One real server (alice and bob by token), one session under ``network: policy``,
 whose fetches the test answers as they come: once, for the session (then no question),
 deny, and no answer until the time limit. An answer about one host never lets another
 through; bob cannot answer alice's question; bad bodies are 4xx; the change set lists the
-requests; a second session asks again (what one session allowed is that session's only). Real sandbox, real broker,
-a real HTTP server on 127.0.0.2; the scripted model is the only stand-in.
+requests; a second session asks again (what one session allowed is that session's only).
+Real sandbox, real broker, a real HTTP server on 127.0.0.2; the scripted model is the only
+stand-in.
 """
 
 from __future__ import annotations
