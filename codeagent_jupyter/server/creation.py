@@ -16,6 +16,7 @@ from typing import Any
 from . import lifecycle
 from .assembly import build_session_agent
 from .errors import ApiError
+from .mentioning import mentioned, with_mentions
 from .policy import check_max_steps, check_text, session_limits
 from .session import AgentSession
 from .supply import shutdown_quietly
@@ -60,6 +61,8 @@ async def create(
     notebook = await manager.resolver.notebook(notebook_path, cells, cells_complete)
     # Read before this session's sandbox exists, off the event loop (confined, bounded).
     _, instructions = await asyncio.to_thread(read_instructions, workdir)
+    variables = manager.uploads.names(owner, uploads or [])
+    section = await mentioned(prompt, workdir, notebook, variables)  # 400 before a sandbox
     # From here to the registration nothing awaits: the room made is this session's.
     victims = manager.room_for(owner)  # 429 when every open session is busy
     # 404 (or 413 over the disk budget) before any sandbox
@@ -72,6 +75,7 @@ async def create(
         session_id, owner=owner, path=path, notebook_path=notebook_path, model=chosen.name
     )
     session.kernel_id = kernel_id
+    session.variables = variables
     manager.sessions[session_id] = session  # counts against the cap while the kernel starts
     await manager.make_room(victims)
     try:
@@ -115,5 +119,6 @@ async def create(
         await shutdown_quietly(sandbox)
         raise
     session.attach(loop, sandbox, recorder)
-    session.start_run(prompt, " ".join(title.split()))
+    shown = title or (prompt if section else "")  # people read the request, not the files
+    session.start_run(with_mentions(prompt, section), " ".join(shown.split()))
     return session
