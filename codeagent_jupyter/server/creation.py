@@ -60,7 +60,8 @@ async def create(
     workdir = manager.resolver.workdir_for(notebook_path)
     notebook = await manager.resolver.notebook(notebook_path, cells, cells_complete)
     # Read before this session's sandbox exists, off the event loop (confined, bounded).
-    _, instructions = await asyncio.to_thread(read_instructions, workdir)
+    root = manager.resolver.root_dir  # the root's files, then the notebook folder's
+    applied, instructions = await asyncio.to_thread(read_instructions, root, workdir)
     variables = manager.uploads.names(owner, uploads or [])
     section = await mentioned(prompt, workdir, notebook, variables)  # 400 before a sandbox
     # From here to the registration nothing awaits: the room made is this session's.
@@ -113,6 +114,7 @@ async def create(
             notebook_cells=cells_of(notebook),
             cell_labels=labels_of(notebook),
             instructions=instructions,
+            instruction_files=applied,
         )
     except BaseException:
         del manager.sessions[session_id]

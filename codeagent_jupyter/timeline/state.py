@@ -186,6 +186,8 @@ class SessionState:
     price: dict[str, float] | None = None  # USD per million tokens, when the server has one
     preloaded: tuple[str, ...] | None = None
     """What the sandbox imported before the session (``pandas as pd``); None: not said."""
+    instructions: tuple[str, ...] = ()
+    """The instruction files the runs follow (``AGENTS.md (312 bytes)``), as recorded."""
 
     @property
     def cost(self) -> float | None:

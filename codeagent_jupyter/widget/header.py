@@ -59,6 +59,17 @@ def approval_html(item: ApprovalItem, more: int) -> str:
     )
 
 
+def instructions_html(files: tuple[str, ...]) -> str:
+    """One quiet line naming the instruction files the agent follows ("" for none)."""
+    if not files:
+        return ""
+    named = ", ".join(f"<code>{render.esc(f)}</code>" for f in files)
+    return (
+        '<div class="codeagent-instructions" style="font-size:12px;'
+        f'color:var(--jp-content-font-color2)">Instructions: {named}</div>'
+    )
+
+
 class Header:
     """The header's widgets; ``panel`` supplies the handlers (stop, accept all, approve)."""
 
@@ -80,6 +91,7 @@ class Header:
         # read as two questions, and crowd a narrow side panel).
         self.approval = w.VBox([self.attention], layout=w.Layout(display="none", width="100%"))
         self.plan = w.HTML("")
+        self.applied = w.HTML("")  # the instruction files the agent follows
         self.widget = w.VBox(
             [
                 self.style,
@@ -87,6 +99,7 @@ class Header:
                 self.top,  # the title's session id is the first <code> of the panel
                 self.dead,
                 self.status,
+                self.applied,
                 self.approval,
                 self.plan,
             ],
@@ -103,6 +116,9 @@ class Header:
         if banner != self.banner.value:
             self.banner.value = banner
         self.status.value = status
+        applied = instructions_html(state.instructions)
+        if applied != self.applied.value:
+            self.applied.value = applied
         self.plan.value = render.plan_html(state.plan)
         pending = state.pending_approvals
         if pending:
