@@ -29,6 +29,10 @@ MAX_CHARS = 8_000
 """Characters of one file placed in the system message; the rest is said to be cut."""
 MAX_BYTES = 256_000
 """A file larger than this is not read at all."""
+HEAD = (
+    "## Project instructions\nThe user's project gives these instructions; follow them "
+    "unless the request says otherwise."
+)
 
 
 def _below(root: Path, folder: str) -> Workspace:
@@ -84,11 +88,23 @@ def read_instructions(workdir: Path, folder: Path | None = None) -> tuple[list[s
             blocks.append(f"### {shown}\n{text}")
     if not blocks:
         return named, ""
-    head = (
-        "## Project instructions\nThe user's project gives these instructions; follow them "
-        "unless the request says otherwise."
-    )
-    return named, "\n\n".join([head, *blocks])
+    return named, "\n\n".join([HEAD, *blocks])
+
+
+CLASS_NAME = "class instructions"
+"""How the instructions of a class's policy are named beside the files."""
+
+
+def with_class_instructions(given: str, named: list[str], text: str) -> tuple[list[str], str]:
+    """``read_instructions``' result with a class's instructions (a hub policy's, already
+    bounded) placed first: the class sets the frame, the project's files follow."""
+    given = given.strip()
+    if not given:
+        return named, text
+    blocks = text.removeprefix(HEAD).strip()
+    size = len(given.encode())
+    merged = "\n\n".join(x for x in [HEAD, f"### {CLASS_NAME}\n{given}", blocks] if x)
+    return [f"{CLASS_NAME} ({size:,} bytes)", *named], merged
 
 
 def recorded_instructions(notebook: Any) -> str:

@@ -48,7 +48,7 @@ async def create(
     ``title`` is how the request reads to people (``RunStarted.title``).
     """
     from ..core.context import build_context
-    from ..core.instructions import read_instructions
+    from ..core.instructions import read_instructions, with_class_instructions
     from ..record.recorder import NotebookRecorder
     from ..tools.edit_cell import cells_of, labels_of
 
@@ -62,6 +62,9 @@ async def create(
     # Read before this session's sandbox exists, off the event loop (confined, bounded).
     root = manager.resolver.root_dir  # the root's files, then the notebook folder's
     applied, instructions = await asyncio.to_thread(read_instructions, root, workdir)
+    if manager.class_instructions is not None:  # the class's, before the project's
+        given = await asyncio.to_thread(manager.class_instructions)
+        applied, instructions = with_class_instructions(given, applied, instructions)
     variables = manager.uploads.names(owner, uploads or [])
     section = await mentioned(prompt, workdir, notebook, variables)  # 400 before a sandbox
     # From here to the registration nothing awaits: the room made is this session's.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,8 @@ class SessionManager:
         self.sessions_dir = settings.sessions_path(self.root_dir)
         self.state_dir = Path(state_dir)
         self.resolver = NotebookResolver(self.root_dir, contents_manager, session_manager)
+        self.class_instructions: Callable[[], str] | None = None
+        """The class gateway's instructions for every session (on JupyterHub), or None."""
         self.log = log or logging.getLogger(__name__)
         self.default_limits: SandboxLimits = settings.sandbox_limits()
         self.sessions: dict[str, AgentSession] = {}

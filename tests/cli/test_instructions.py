@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import nbformat
 
-from codeagent_jupyter.core.instructions import MAX_CHARS, read_instructions
+from codeagent_jupyter.core.instructions import (
+    MAX_CHARS,
+    read_instructions,
+    with_class_instructions,
+)
 from tests.cli.test_capable_tools import codeagent
 from tests.cli.test_cli import codeagent as codeagent_cli
 from tests.scripted_model import text, tool_calls
@@ -100,3 +104,17 @@ def test_the_notebook_folders_file_follows_the_roots(tmp_path):
     assert block.index("Use polars.") < block.index("### course/week3/AGENTS.md")
     assert read_instructions(tmp_path, tmp_path)[0] == ["AGENTS.md (12 bytes)"]  # once
     assert read_instructions(tmp_path, tmp_path.parent)[0] == ["AGENTS.md (12 bytes)"]
+
+
+def test_class_instructions_come_first_and_are_named(tmp_path):
+    (tmp_path / "AGENTS.md").write_text("Use polars.\n")
+    named, block = with_class_instructions("Cite the notes.", *read_instructions(tmp_path))
+    assert named == ["class instructions (15 bytes)", "AGENTS.md (12 bytes)"]
+    assert block.count("## Project instructions") == 1
+    assert block.index("### class instructions\nCite the notes.") < block.index("### AGENTS.md")
+    alone = with_class_instructions("Cite the notes.", *read_instructions(tmp_path / "none"))
+    assert alone[0] == ["class instructions (15 bytes)"] and "Cite" in alone[1]
+    assert with_class_instructions("", ["AGENTS.md (12 bytes)"], block) == (
+        ["AGENTS.md (12 bytes)"],
+        block,
+    )
