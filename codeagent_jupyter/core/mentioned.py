@@ -39,16 +39,27 @@ def resolve(
     workdir: Path,
     notebook: Any | None,
     variables: list[str],
+    *,
+    strict: bool = True,
 ) -> str:
     """The section the mentions of ``text`` add to the request ("" when there are none);
-    ``variables``: the names copied into the sandbox for this session."""
+    ``variables``: the names copied into the sandbox for this session. Not ``strict`` (a
+    chat, where ``@name`` is as often a person), a mention of nothing is left as text."""
     mentions = parse(text)
     if not mentions:
         return ""
     if len(mentions) > MAX_MENTIONS:
         raise UnknownMention(f"at most {MAX_MENTIONS} @-mentions in one message")
     ws = Workspace(workdir)
-    blocks = [_block(m, ws, notebook, variables) for m in mentions]
+    blocks = []
+    for mention in mentions:
+        try:
+            blocks.append(_block(mention, ws, notebook, variables))
+        except UnknownMention:
+            if strict:
+                raise
+    if not blocks:
+        return ""
     return "## Mentioned\nThe user pointed at these:\n\n" + head_tail(
         "\n\n".join(blocks), SECTION_CHARS
     )

@@ -37,6 +37,7 @@ async def create(
     cells: list[dict[str, Any]] | None = None,
     cells_complete: bool = False,
     title: str = "",
+    strict_mentions: bool = True,
 ) -> AgentSession:
     """Start a session and its first run; returns once the run is under way.
 
@@ -45,7 +46,8 @@ async def create(
     ``uploads`` are ids from ``POST /uploads``, loaded into the sandbox before step 1.
     ``kernel_id`` (the user's kernel) names the notebook through jupyter_server's
     sessions, over ``notebook_path``; ``cells`` are the live notebook's (``livecells``).
-    ``title`` is how the request reads to people (``RunStarted.title``).
+    ``title`` is how the request reads to people (``RunStarted.title``). An @-mention
+    that names nothing is a 400 unless not ``strict_mentions`` (a chat's persons).
     """
     from ..core.context import build_context
     from ..core.instructions import read_instructions, with_class_instructions
@@ -66,7 +68,7 @@ async def create(
         given = await asyncio.to_thread(manager.class_instructions)
         applied, instructions = with_class_instructions(given, applied, instructions)
     variables = manager.uploads.names(owner, uploads or [])
-    section = await mentioned(prompt, workdir, notebook, variables)  # 400 before a sandbox
+    section = await mentioned(prompt, workdir, notebook, variables, strict=strict_mentions)
     # From here to the registration nothing awaits: the room made is this session's.
     victims = manager.room_for(owner)  # 429 when every open session is busy
     # 404 (or 413 over the disk budget) before any sandbox

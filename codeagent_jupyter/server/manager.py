@@ -171,17 +171,20 @@ class SessionManager:
         session.start_run(with_mentions(text, section), shown)
         return session
 
-    async def send(self, session_id: str, caller: Caller, text: str) -> AgentSession:
+    async def send(
+        self, session_id: str, caller: Caller, text: str, *, strict_mentions: bool = True
+    ) -> AgentSession:
         """A message: a follow-up in a live session; a resume of a closed one; its
-        @-mentions resolved first (400 for an unknown one, before anything runs)."""
+        @-mentions resolved first (400 for an unknown one, before anything runs, unless
+        not ``strict_mentions``)."""
         session = self.get(session_id, caller, change=True)
-        section = await self._mentioned(session, text)
+        section = await self._mentioned(session, text, strict_mentions)
         if session.closed and not session.deleted and not self._stopping:
             self._ensure_reaper()
             return await revive(self, session, with_mentions(text, section))
         return self.follow_up(session_id, caller, text, section)
 
-    async def _mentioned(self, session: AgentSession, text: str) -> str:
+    async def _mentioned(self, session: AgentSession, text: str, strict: bool) -> str:
         if not parse_mentions(text):
             return ""
         workdir = self.resolver.workdir_for(session.notebook_path)
@@ -189,7 +192,7 @@ class SessionManager:
         if session.notebook_path is not None:
             with contextlib.suppress(ApiError):
                 notebook = await self.resolver.read(session.notebook_path)
-        return await mentioned(text, workdir, notebook, session.variables)
+        return await mentioned(text, workdir, notebook, session.variables, strict=strict)
 
     async def fork(
         self, session_id: str, caller: Caller, prompt: str, step: int | None

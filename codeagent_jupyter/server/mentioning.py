@@ -5,6 +5,7 @@ with its one line (``core.mentioned``)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +13,16 @@ from ..core.mentioned import UnknownMention, resolve
 from .errors import ApiError
 
 
-async def mentioned(text: str, workdir: Path, notebook: Any | None, variables: list[str]) -> str:
+async def mentioned(
+    text: str, workdir: Path, notebook: Any | None, variables: list[str], *, strict: bool = True
+) -> str:
     """The request's ``## Mentioned`` section ("" without mentions); 400 for one that
-    names nothing, or a path that leaves the folder or passes through a symlink."""
+    names nothing, or a path that leaves the folder or passes through a symlink (not
+    ``strict``: such a mention stays text, as in a chat)."""
     try:
-        return await asyncio.to_thread(resolve, text, workdir, notebook, variables)
+        return await asyncio.to_thread(
+            functools.partial(resolve, strict=strict), text, workdir, notebook, variables
+        )
     except UnknownMention as e:
         raise ApiError(400, f"unknown mention {e}") from None
 

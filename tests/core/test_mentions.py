@@ -98,3 +98,9 @@ def test_a_symlink_out_of_the_folder_is_refused_not_followed(folder: Path) -> No
 
 def test_mentions_are_values() -> None:
     assert parse("@df")[0] == Mention(VARIABLE, "df", "@df")
+
+
+def test_in_a_chat_a_mention_of_nothing_stays_text(folder: Path) -> None:
+    section = resolve("ask @alice about @data.csv", folder, None, [], strict=False)
+    assert "2024-01,10" in section and "alice" not in section
+    assert resolve("thanks @alice", folder, None, [], strict=False) == ""
