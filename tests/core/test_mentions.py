@@ -75,7 +75,7 @@ def test_a_long_file_is_cut_with_a_hint(folder: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "said"),
     [
-        ("@nothing_here", "@nothing_here: no variable of that name"),
+        ("@nothing_here", "@nothing_here: not a variable copied from your kernel"),
         ("@missing.csv", "@missing.csv: no such file or folder"),
         ("@In[99]", "@In[99]: no such cell"),
         ("@cell:7", "@cell:7: no such cell"),

@@ -35,7 +35,7 @@ async def test_unknown_and_escaping_mentions_are_refused_before_anything_runs(
     _notebook(jp_root_dir)
     os.symlink(jp_root_dir / "secret.txt", jp_root_dir / "work" / "link.txt")
     for prompt, said in [
-        ("plot @nothere", "unknown mention @nothere: no variable of that name"),
+        ("plot @nothere", "unknown mention @nothere: not a variable copied from your kernel"),
         ("read @../secret.txt", "unknown mention @../secret.txt: refused"),
         ("read @link.txt", "unknown mention @link.txt: refused"),
         ("explain @In[9]", "unknown mention @In[9]: no such cell"),
