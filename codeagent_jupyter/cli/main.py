@@ -150,7 +150,8 @@ async def _run(args: argparse.Namespace) -> int:
     sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
     session = CliSession(args, workdir, limits, out, session_id, hooks)
     network = NetworkLog()
-    applied, instructions = read_instructions(workdir)  # before any sandbox code can run
+    folder = Path(args.notebook).parent if args.notebook else None  # its own AGENTS.md too
+    applied, instructions = read_instructions(workdir, folder)  # before sandbox code runs
     if applied:
         warn(f"codeagent: instructions: {', '.join(applied)}")
     unstarted = make_sandbox(args, workdir, limits, on_egress=network)
@@ -173,7 +174,13 @@ async def _run(args: argparse.Namespace) -> int:
         bus = EventBus([s.emit for s in sinks], keep=False)
         network.attach(bus)
         loop = build_cli_agent(
-            session, model, sandbox, bus, context=context, instructions=instructions
+            session,
+            model,
+            sandbox,
+            bus,
+            context=context,
+            instructions=instructions,
+            instruction_files=applied,
         )
         try:
             finished = await drive(loop, [args.prompt])

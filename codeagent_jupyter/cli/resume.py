@@ -98,7 +98,7 @@ async def run(args: argparse.Namespace) -> int:
     """``codeagent resume``: the sandbox starts first; the notebook, the model and the
     recorder are readied while it boots; the rebuild runs once it is up."""
     from ..core.bus import EventBus
-    from ..core.instructions import recorded_instructions
+    from ..core.instructions import recorded_instruction_files, recorded_instructions
     from ..core.netlog import NetworkLog
     from ..core.starting import StartingSandbox
     from ..models.settings import resolve_settings
@@ -160,6 +160,11 @@ async def run(args: argparse.Namespace) -> int:
         history = [*todo.messages, {"role": "user", "content": rebuilt.note_for_model()}]
         runs = len(meta.get("runs", []))
         instructions = recorded_instructions(todo.notebook)  # never the workspace's now
+        kept = recorded_instruction_files(todo.notebook)
+        if kept:
+            from .output import warn
+
+            warn(f"codeagent: instructions (as recorded): {', '.join(kept)}")
         loop = build_cli_agent(
             cli,
             model,
@@ -169,6 +174,7 @@ async def run(args: argparse.Namespace) -> int:
             run_index=runs,
             earlier=recorder.notebook,
             instructions=instructions,
+            instruction_files=kept,
         )
         try:
             finished = await drive(loop, [args.prompt])

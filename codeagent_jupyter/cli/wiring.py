@@ -81,6 +81,7 @@ def build_cli_agent(
     run_index: int = 0,
     earlier: Any = None,
     instructions: str = "",
+    instruction_files: Sequence[str] = (),
 ) -> Any:
     """The CLI's one assembly of a session's agent (``run`` and ``resume``): the standard
     tools on ``sandbox`` (still starting, for ``run``), ``delegate`` with ``--delegate N``,
@@ -96,6 +97,8 @@ def build_cli_agent(
         vision=s.args.vision,
         instructions=instructions,
     )
+    if instruction_files:  # recorded with the run: a resume names what it keeps
+        config.extra_context["instruction_files"] = list(instruction_files)
     tools: list[Any] = [ToolBox(sandbox, s.workdir, vision=config.sees(model.name))]
     if s.args.delegate > 0:
         tools.append(_helper_tool(s, model, earlier))

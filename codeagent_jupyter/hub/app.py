@@ -22,7 +22,13 @@ from traitlets import Bool, Dict, Float, Integer, List, TraitError, Unicode, def
 from traitlets.config import Application
 
 from ..util.hardening import make_undumpable
-from .handlers import ChatCompletionsHandler, EgressHandler, HealthHandler, ModelsHandler
+from .handlers import (
+    ChatCompletionsHandler,
+    EgressHandler,
+    HealthHandler,
+    InstructionsHandler,
+    ModelsHandler,
+)
 from .ledger import Ledger
 from .policy import PolicyError, PolicyFile
 from .service import Gateway
@@ -153,6 +159,7 @@ class CodeAgentGateway(Application):
             (prefix + "v1/chat/completions", ChatCompletionsHandler, args),
             (prefix + "v1/models", ModelsHandler, args),
             (prefix + "v1/egress", EgressHandler, args),
+            (prefix + "v1/codeagent/instructions", InstructionsHandler, args),
             (prefix + "health", HealthHandler, args),
             (prefix + r"usage(\.csv)?", UsageHandler, args),
             (prefix + "switch", SwitchHandler, args),

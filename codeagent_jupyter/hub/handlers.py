@@ -156,6 +156,15 @@ class EgressHandler(JsonHandler):
         self.write_json({"egress": self.gateway.policy.current().egress})
 
 
+class InstructionsHandler(JsonHandler):
+    """``GET v1/codeagent/instructions``: the class instructions (the policy's), for a
+    student's server to place in its agents' system message."""
+
+    async def get(self) -> None:
+        await self.token_user()
+        self.write_json({"instructions": self.gateway.policy.current().instructions})
+
+
 class HealthHandler(JsonHandler):
     """``GET health``: unauthenticated liveness (nothing about users or the provider)."""
 

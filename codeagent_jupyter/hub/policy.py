@@ -14,14 +14,17 @@ raising a quota takes effect on the very next request, without restarting anythi
       "quota_reset_utc": "00:00",
       "groups": {"exam-room": {"ai_enabled": false}, "tas": {"daily_tokens": 1000000}},
       "users": {"alice": {"daily_tokens": 50000}},
-      "egress": {"allow": ["*.opendata.org"], "default": "deny", "methods": ["GET", "CONNECT"]}
+      "egress": {"allow": ["*.opendata.org"], "default": "deny", "methods": ["GET", "CONNECT"]},
+      "instructions": "Cite the course notes by section. Plots need axis labels and units."
     }
 
 Rules (``ai_enabled``, ``allowed_models``, ``daily_tokens``, ``course_tokens``,
 ``max_concurrent``) apply to the class, then to each group the user is in, then to the user.
 Between groups, AI off wins, allowed models add up and limits take the most generous group;
 a user entry replaces whatever the class and groups said. ``allowed_models: []`` allows any
-model; a limit of ``0`` or ``null`` means none. The file is checked against ``SCHEMA`` with
+model; a limit of ``0`` or ``null`` means none. ``instructions`` (at most ``MAX_INSTRUCTIONS``
+characters) are the class's: every student's agent places them in its system message,
+named beside the project's instruction files. The file is checked against ``SCHEMA`` with
 jsonschema; a problem is said in one line that names the setting.
 
 ``egress`` (optional; the keys of ``c.CodeAgent.egress``) is the class's ceiling on what the
@@ -45,6 +48,8 @@ from ..util.strict_schema import StrictValidator
 
 RULES = ("ai_enabled", "allowed_models", "daily_tokens", "course_tokens", "max_concurrent")
 _LIMITS = ("daily_tokens", "course_tokens", "max_concurrent")
+MAX_INSTRUCTIONS = 8_000
+"""Characters of class instructions a policy may give (every request carries them)."""
 
 
 class PolicyError(ValueError):
@@ -76,6 +81,7 @@ class Policy:
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
     egress: dict[str, Any] | None = None
     """The class's egress ceiling (``EgressPolicy`` JSON), or None: none set."""
+    instructions: str = ""
 
     def rules_for(self, user: str, groups: list[str] | tuple[str, ...] = ()) -> Rules:
         rules = self.base
@@ -130,6 +136,7 @@ SCHEMA: dict[str, Any] = {
         "groups": _TABLE,
         "users": _TABLE,
         "egress": {"type": ["object", "null"]},  # its keys are checked by EgressPolicy
+        "instructions": {"type": "string", "maxLength": MAX_INSTRUCTIONS},
     },
     "additionalProperties": False,
 }
@@ -142,6 +149,7 @@ _SAYS = {
     "groups": "must be an object of name -> settings",
     "users": "must be an object of name -> settings",
     "egress": "must be an egress policy object",
+    "instructions": f"must be text of at most {MAX_INSTRUCTIONS:,} characters",
 }
 
 
@@ -194,7 +202,15 @@ def parse_policy(raw: Any, where: str = "policy") -> Policy:
         except EgressPolicyError as e:
             raise PolicyError(f"{where}: {e}") from None
     rules = Rules(**_rules(raw))
-    return Policy(rules, raw.get("default_model"), (hours, minutes), groups, users, egress)
+    return Policy(
+        rules,
+        raw.get("default_model"),
+        (hours, minutes),
+        groups,
+        users,
+        egress,
+        raw.get("instructions", "").strip(),
+    )
 
 
 class PolicyFile:

@@ -80,3 +80,22 @@ def class_egress(base_url: str, token: str, timeout: float) -> dict[str, Any] | 
     except (urllib.error.URLError, OSError, ValueError, AttributeError):
         return DENY_ALL
     return egress if isinstance(egress, dict) else None if egress is None else DENY_ALL
+
+
+MAX_CLASS_INSTRUCTIONS = 8_000
+"""Characters of class instructions a student's agent places in its system message."""
+
+
+def class_instructions(base_url: str, token: str, timeout: float = 5.0) -> str:
+    """The class instructions the gateway at ``base_url`` gives (the policy's
+    ``instructions``), bounded; "" when there are none or the gateway cannot say (a
+    gateway of an older version, a network failure: sessions still start)."""
+    url = f"{base_url.rstrip('/')}/codeagent/instructions"
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            data = json.loads(response.read(4 * MAX_CLASS_INSTRUCTIONS + 1024))
+    except (urllib.error.URLError, OSError, ValueError):
+        return ""
+    text = data.get("instructions") if isinstance(data, dict) else None
+    return text.strip()[:MAX_CLASS_INSTRUCTIONS] if isinstance(text, str) else ""

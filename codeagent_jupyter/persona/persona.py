@@ -126,14 +126,16 @@ class CodeAgentPersona(BasePersona):
         self.set_status("is starting a sandbox...")
         if session is None or asked.kind == NEW or session.deleted:
             notebook = notebook_of(message.attachments, self.chat.get_attachments())
-            session = await manager.create(caller.name, asked.text, notebook_path=notebook)
+            session = await manager.create(  # "@alice" in a chat is a person: left as text
+                caller.name, asked.text, notebook_path=notebook, strict_mentions=False
+            )
             self._remember(caller.name, session.id)
             self.send_message(render.started_body(session.id, session.model))
             await self._follow(session, caller, 0)
             return
         mirror = self._mirror(session)  # before the run starts: the earlier turns are shown
         after = session.bus.next_seq
-        session = await manager.send(session.id, caller, asked.text)
+        session = await manager.send(session.id, caller, asked.text, strict_mentions=False)
         await self._follow(session, caller, after, mirror)
 
     async def _follow(

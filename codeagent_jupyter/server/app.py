@@ -9,6 +9,7 @@ Settings live on the ``CodeAgent`` configurable so administrators write
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,12 @@ class CodeAgentApp(ExtensionApp):
             session_manager=self.serverapp.session_manager,
         )
         self.manager.models.send_session = hub_gateway
+        if hub_gateway:  # the class's instructions, asked for at each session's start
+            from ..hub.student import class_instructions
+
+            self.manager.class_instructions = functools.partial(
+                class_instructions, self.agent_settings.base_url, self.agent_settings.api_key
+            )
         self.manager.load_saved()
         self.settings["codeagent_manager"] = self.manager
         self.mcp_hub, self.mcp_endpoint = self._mcp()

@@ -46,6 +46,7 @@ def build_session_agent(
     run_index: int = 0,
     install: Any = None,
     instructions: str = "",
+    instruction_files: Sequence[str] = (),
 ) -> AgentLoop:
     """The agent of ``session`` on ``sandbox``, recorded by ``recorder`` (already on the
     session's bus). 503 when the administrator's tool hooks are misconfigured. ``install``:
@@ -56,7 +57,9 @@ def build_session_agent(
         config = dataclasses.replace(config, max_steps=max_steps)
     if instructions:  # the workspace's AGENTS.md (``core.instructions``)
         config = dataclasses.replace(config, instructions=instructions)
-    extra = {"owner": session.owner, "notebook_path": session.notebook_path}
+    extra: dict[str, Any] = {"owner": session.owner, "notebook_path": session.notebook_path}
+    if instruction_files:  # named in the panel's header, recorded with the run
+        extra["instruction_files"] = list(instruction_files)
     price = settings.prices.get(model.name)
     if isinstance(price, dict):
         extra["price"] = {k: float(price.get(k, 0)) for k in ("input", "output")}

@@ -156,7 +156,7 @@ async def _restore(r: _Revival, prompt: str) -> None:
 
 async def _rebuild(r: _Revival) -> tuple[Rebuilt, Any, Any]:
     """Re-run the cells in the new sandbox; the notebook recorder and the loop to go on with."""
-    from ..core.instructions import recorded_instructions
+    from ..core.instructions import recorded_instruction_files, recorded_instructions
     from ..record.recorder import NotebookRecorder
 
     manager, parent, session, todo, workdir = r.manager, r.parent, r.session, r.todo, r.workdir
@@ -191,6 +191,7 @@ async def _rebuild(r: _Revival) -> tuple[Rebuilt, Any, Any]:
         run_index=len(meta.get("runs", [])),
         install=install,
         instructions=recorded_instructions(todo.notebook),  # never the workspace's now
+        instruction_files=recorded_instruction_files(todo.notebook),
     )
     return rebuilt, loop, recorder
 

@@ -61,6 +61,8 @@ class AgentSession:
         self.owner = owner
         self.path = path
         self.notebook_path = notebook_path
+        self.variables: list[str] = []
+        """The user's variables copied into the sandbox at start (``@name`` resolves)."""
         self.model = model
         self.created = created if created is not None else time.time()
         self.bus = EventBus(history=events or [])

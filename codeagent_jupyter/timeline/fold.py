@@ -115,7 +115,10 @@ def reduce(state: SessionState, event: ev.Event) -> SessionState:
 
 
 def _run_started(s: SessionState, e: ev.RunStarted) -> SessionState:
-    price = (e.config.get("extra_context") or {}).get("price")
+    extra = e.config.get("extra_context") or {}
+    price = extra.get("price")
+    files = extra.get("instruction_files")
+    applied = tuple(str(f) for f in files) if isinstance(files, list) else s.instructions
     return replace(
         s,
         items=(*s.items, PromptItem(f"prompt-{e.seq}", e.prompt, e.run_index, e.title)),
@@ -129,6 +132,7 @@ def _run_started(s: SessionState, e: ev.RunStarted) -> SessionState:
         enforcement=dict(e.enforcement),
         price=price or s.price,
         preloaded=tuple(e.preloaded) if e.preloaded is not None else s.preloaded,
+        instructions=applied,
     )
 
 

@@ -189,6 +189,8 @@ class SessionState:
     """What the sandbox imported before the session (``pandas as pd``); None: not said."""
     network: NetworkView = field(default_factory=NetworkView)
     """Requests through the egress broker and hosts waiting for an answer (``network``)."""
+    instructions: tuple[str, ...] = ()
+    """The instruction files the runs follow (``AGENTS.md (312 bytes)``), as recorded."""
 
     @property
     def cost(self) -> float | None:

@@ -61,6 +61,17 @@ def approval_html(item: ApprovalItem, more: int) -> str:
     )
 
 
+def instructions_html(files: tuple[str, ...]) -> str:
+    """One quiet line naming the instruction files the agent follows ("" for none)."""
+    if not files:
+        return ""
+    named = ", ".join(f"<code>{render.esc(f)}</code>" for f in files)
+    return (
+        '<div class="codeagent-instructions" style="font-size:12px;'
+        f'color:var(--jp-content-font-color2)">Instructions: {named}</div>'
+    )
+
+
 class Header:
     """The header's widgets; ``panel`` supplies the handlers (stop, accept all, approve)."""
 
@@ -83,6 +94,7 @@ class Header:
         self.approval = w.VBox([self.attention], layout=w.Layout(display="none", width="100%"))
         self.plan = w.HTML("")
         self.network = NetworkCard(panel.answer_host)
+        self.applied = w.HTML("")  # the instruction files the agent follows
         self.widget = w.VBox(
             [
                 self.style,
@@ -90,6 +102,7 @@ class Header:
                 self.top,  # the title's session id is the first <code> of the panel
                 self.dead,
                 self.status,
+                self.applied,
                 self.approval,
                 self.network.widget,
                 self.plan,
@@ -108,6 +121,9 @@ class Header:
         if banner != self.banner.value:
             self.banner.value = banner
         self.status.value = status
+        applied = instructions_html(state.instructions)
+        if applied != self.applied.value:
+            self.applied.value = applied
         self.plan.value = render.plan_html(state.plan)
         self.network.refresh(state.network)
         pending = state.pending_approvals

@@ -28,6 +28,7 @@ class PanelClicks:
     notebook_path: str | None
     payloads: list[Payload]
     serialize_of: Callable[[str], list[Payload]] | None
+    mentioned_of: Callable[[str], list[str]] | None
     open_of: Callable[[str, bool], Any] | None
     prompt: Any
     picker: Any
@@ -60,9 +61,11 @@ class PanelClicks:
             return
         self.prompt.value = ""
         if self.session_id is None:
-            if self.picker.chosen and self.serialize_of is not None:
+            mentioned = self.mentioned_of(text) if self.mentioned_of is not None else []
+            names = list(dict.fromkeys([*self.picker.chosen, *mentioned]))
+            if names and self.serialize_of is not None:
                 try:
-                    self.payloads = self.serialize_of(",".join(self.picker.chosen))
+                    self.payloads = self.serialize_of(",".join(names))
                 except Exception as e:  # a UsageError: say it in one line, start nothing
                     self.say(str(e))
                     self.prompt.value = text

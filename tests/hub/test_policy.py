@@ -58,6 +58,8 @@ def test_the_quota_day_starts_at_the_reset_time() -> None:
         ({"egress": ["*"]}, "policy.egress must be an egress policy object"),
         ({"egress": {"allow": ["a b"]}}, "policy: egress allow: 'a b' is not a host pattern"),
         ({"egress": {"wide": True}}, "policy: unknown egress policy key(s): wide"),
+        ({"instructions": ["a"]}, "policy.instructions must be text of at most 8,000"),
+        ({"instructions": "x" * 8_001}, "policy.instructions must be text of at most 8,000"),
     ],
 )
 def test_bad_policies_are_refused_in_one_line(raw: dict, message: str) -> None:
@@ -86,3 +88,8 @@ def test_a_changed_file_applies_at_once_and_a_broken_one_keeps_the_last_good(
     assert live.current().rules_for("bob").ai_enabled and live.error is None
     with pytest.raises(PolicyError, match="does not exist"):
         PolicyFile(tmp_path / "missing.json")
+
+
+def test_class_instructions_are_read_from_the_policy() -> None:
+    assert parse_policy({"instructions": "  Cite the notes.\n"}).instructions == "Cite the notes."
+    assert parse_policy({}).instructions == ""
