@@ -6,7 +6,7 @@ Read from ``--allow-domain``/``--egress-policy FILE`` (JSON) on the CLI and from
     {"allow": ["data.example.org", "*.githubusercontent.com"], "deny": ["*.internal"],
      "default": "ask", "methods": ["GET", "HEAD"], "ports": [80, 443],
      "max_response_mb": 64, "max_session_mb": 512, "rate_per_minute": 600,
-     "allow_ranges": ["10.20.0.0/16"]}
+     "allow_ranges": ["10.20.0.0/16"], "store_body_mb": 16}
 
 A host matches ``example.org`` exactly, ``*.example.org`` for any name below it, ``*`` for
 any. ``deny`` wins over ``allow``; an unlisted host gets ``default``: ``deny``, or ``ask``,
@@ -41,6 +41,7 @@ _KEYS = {
     "rate_per_minute",
     "allow_ranges",
     "hosts",
+    "store_body_mb",
 }
 
 Approver = Callable[[str], Awaitable["str | None"]]
@@ -80,6 +81,8 @@ class EgressPolicy:
     max_session_mb: float = 512.0
     rate_per_minute: int = 600
     allow_ranges: tuple[str, ...] = ()
+    store_body_mb: float = 16.0
+    """The largest ``GET`` body kept in the content store for replays (0: none kept)."""
     hosts: Mapping[str, str] = field(default_factory=dict)
     """Names pinned to addresses before any lookup. For tests (a test host name on
     loopback, with ``allow_ranges`` opening it); empty unless a policy sets it."""
@@ -102,6 +105,10 @@ class EgressPolicy:
             bad = isinstance(value, bool) or not isinstance(value, (int, float))
             if bad or not math.isfinite(value) or value <= 0:
                 raise PolicyError(f"egress {name} must be a positive number")
+        value = self.store_body_mb
+        bad = isinstance(value, bool) or not isinstance(value, (int, float))
+        if bad or not math.isfinite(value) or value < 0:
+            raise PolicyError("egress store_body_mb must be a number, 0 or more")
         try:
             networks(self.allow_ranges)
         except (TypeError, ValueError) as e:
