@@ -108,6 +108,7 @@ async def run(args: argparse.Namespace) -> int:
     from ..record.resume import plan
     from ..record.snapshots import SnapshotStore
     from . import args as cli_args
+    from .netreplay import limits_with, recording_for, say_replayed
     from .trust import read_session_file, workspace
     from .wiring import (
         CliSession,
@@ -137,15 +138,21 @@ async def run(args: argparse.Namespace) -> int:
     # The workspace's own store, or the one this command line names; never a notebook's.
     source = workdir if args.snapshots_from is None else args.snapshots_from
     store = SnapshotStore.for_workspace(cli_args.existing_workdir(source))
+    recording = recording_for(args, todo.notebook, cli_args.existing_workdir(source))
+    limits = limits_with(limits, recording)
     hooks = hook_chain(args.hook, session_id if fork else todo.session_id)
     read.say_if_unsigned()
     network = NetworkLog()
-    unstarted = cli_args.make_sandbox(args, workdir, limits, on_egress=network)
+    unstarted = cli_args.make_sandbox(args, workdir, limits, network, recording)
     async with StartingSandbox(unstarted, on_ready=cli_args.announce) as sandbox:
         model = await make_model(model_name, base_url, api_key, settings)
         recorder, printer = _recording(read, notary, out, session_id, fork, todo)
         install = await _reinstall(args, sandbox, todo)
         rebuilt = await rebuild(todo, sandbox, store)
+        if recording is not None:
+            say_replayed(recording)
+            if args.network == "policy":
+                recording.stop()  # the new run reaches the network under the policy
         meta = recorder.notebook.metadata["codeagent"]
         meta.setdefault("restores", []).append(rebuilt.to_dict())
         changes = changes_sink(workdir, recorder)
