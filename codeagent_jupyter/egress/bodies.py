@@ -20,7 +20,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -39,11 +39,19 @@ class Mismatch(Exception):
 
 
 class BodyStore:
-    """A folder of bodies named by their sha256; ``max_body_bytes``: the largest kept."""
+    """A folder of bodies named by their sha256; ``max_body_bytes``: the largest kept;
+    ``room(size)``: whether a body of ``size`` bytes still fits (the server's per-owner
+    quota), asked before each body is kept."""
 
-    def __init__(self, root: Path, max_body_bytes: int = int(DEFAULT_BODY_MB * MIB)) -> None:
+    def __init__(
+        self,
+        root: Path,
+        max_body_bytes: int = int(DEFAULT_BODY_MB * MIB),
+        room: Callable[[int], bool] | None = None,
+    ) -> None:
         self.root = Path(root)
         self.max_body_bytes = max_body_bytes
+        self.room = room
 
     @classmethod
     def for_workspace(cls, workdir: Path, max_body_mb: float = DEFAULT_BODY_MB) -> BodyStore:
@@ -134,6 +142,10 @@ class BodyWriter:
         """Keep the body under its digest; the digest, or None when it was not kept."""
         digest = self.hasher.hexdigest()
         if self.too_large:
+            return None
+        room = self.store.room
+        if room is not None and not self.store.has(digest) and not room(self.size):
+            self.discard()
             return None
         try:
             if self._file is None:  # an empty body: nothing was written yet

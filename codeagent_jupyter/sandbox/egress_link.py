@@ -61,6 +61,20 @@ class EgressLink:
         self.broker = broker
         return broker.path
 
+    def keep_bodies(self, bodies: BodyStore) -> None:
+        """Keep complete ``GET`` bodies in ``bodies`` from now on: a pooled sandbox learns
+        its owner (and so its owner's store) only when a session takes it."""
+        self.bodies = bodies
+        if self.broker is not None:
+            self.broker.bodies = bodies
+
+    def play(self, recording: Recording) -> None:
+        """Answer from ``recording`` while it plays (a resume's cells run again), then
+        from the policy again."""
+        self.replay = recording
+        if self.broker is not None:
+            self.broker.replay = recording
+
     async def close(self) -> None:
         """Stop the broker and remove its folder."""
         if self.broker is not None:

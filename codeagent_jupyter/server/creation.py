@@ -16,6 +16,7 @@ from typing import Any
 from . import lifecycle
 from .assembly import build_session_agent
 from .errors import ApiError
+from .fetched import keep_bodies
 from .policy import check_max_steps, check_text, session_limits
 from .session import AgentSession
 from .supply import shutdown_quietly
@@ -89,6 +90,7 @@ async def create(
         network = getattr(sandbox, "network_log", None)
         if network is not None:  # --network policy: the broker's records, from now on
             network.attach(session.bus)
+        keep_bodies(manager.fetched, owner, sandbox)
         context = build_context(
             workdir,
             notebook,
