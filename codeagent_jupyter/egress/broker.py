@@ -98,6 +98,15 @@ class Broker(Relaying):
         )
         os.chmod(self.path, 0o600)
 
+    async def start_tcp(self) -> int:
+        """Listen on a free port of 127.0.0.1 instead (for a program on the host that
+        takes an HTTP proxy URL only: pip); the port."""
+        self._server = await asyncio.start_server(
+            self._serve, host="127.0.0.1", port=0, limit=http1.MAX_HEAD
+        )
+        self.path = Path()
+        return int(self._server.sockets[0].getsockname()[1])
+
     async def close(self) -> None:
         """Stop listening and cut every open connection."""
         if self._server is not None:
@@ -105,8 +114,9 @@ class Broker(Relaying):
             self._server = None
         for task in list(self._tasks):
             task.cancel()
-        with contextlib.suppress(OSError):
-            self.path.unlink()
+        if self.path != Path():
+            with contextlib.suppress(OSError):
+                self.path.unlink()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()

@@ -15,11 +15,13 @@ recorded set: ``reinstall``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -47,12 +49,23 @@ def default_cache_dir() -> Path:
     return Path(base) / "codeagent-jupyter" / "pip"
 
 
-class Installer:
-    """Fetches and installs wheels under ``policy`` for the interpreter ``python``."""
+Door = Callable[[], AbstractAsyncContextManager[str]]
+"""Opens the way to the index for one call: an HTTP proxy URL, good until it is left."""
 
-    def __init__(self, policy: PackagePolicy, *, python: str = sys.executable) -> None:
+
+class Installer:
+    """Fetches and installs wheels under ``policy`` for the interpreter ``python``;
+    through ``door`` when there is one (a sandbox under ``--network policy``: a broker
+    that lets through the policy's index hosts and nothing else)."""
+
+    def __init__(
+        self, policy: PackagePolicy, *, python: str = sys.executable, door: Door | None = None
+    ) -> None:
         self.policy = policy
         self.python = python
+        self.door = door
+        self._proxy: str | None = None
+        self._one_door = asyncio.Lock()
         self.cache_dir = Path(policy.cache_dir) if policy.cache_dir else default_cache_dir()
         self.cache = WheelCache(self.cache_dir)
 
@@ -74,6 +87,12 @@ class Installer:
             self._allowed(requirement.name)
         requested = {canonicalize_name(r.name) for r in wanted}
         kept = [f"{name}=={version}" for name, version in sorted(installed.items())]
+        async with self._through():
+            return await self._plan(wanted, requested, kept, installed)
+
+    async def _plan(
+        self, wanted: list[Any], requested: set[str], kept: list[str], installed: Mapping[str, str]
+    ) -> Plan:
         try:
             entries = await walk([str(r) for r in wanted] + kept, self._pick, self._allowed)
         except PackageError as e:
@@ -100,13 +119,15 @@ class Installer:
         if not wheels:
             return []
         self._cache()
-        files = await restore_files(
-            wheels,
-            self.cache,
-            self.policy,
-            python=self.python,
-            max_file_bytes=self.limit,
-        )
+        async with self._through():
+            files = await restore_files(
+                wheels,
+                self.cache,
+                self.policy,
+                python=self.python,
+                max_file_bytes=self.limit,
+                proxy=self._proxy,
+            )
         await self._unpack([files[w.name] for w in wheels], overlay)
         return wheels
 
@@ -131,6 +152,19 @@ class Installer:
 
     # -- helpers ---------------------------------------------------------------------------
 
+    @contextlib.asynccontextmanager
+    async def _through(self) -> AsyncIterator[None]:
+        """The door open for one call (one call at a time through it); nothing without."""
+        if self.door is None:
+            yield
+            return
+        async with self._one_door, self.door() as proxy:
+            self._proxy = proxy
+            try:
+                yield
+            finally:
+                self._proxy = None
+
     async def _unpack(self, files: list[Path], overlay: Path) -> None:
         for path in files:
             await asyncio.to_thread(install_wheel, path, overlay, interpreter=self.python)
@@ -138,7 +172,11 @@ class Installer:
     async def _pick(self, requirements: list[str]) -> Any:
         """pip's picks for ``requirements`` (names and versions only), bounded by the cap."""
         return await pip.resolve(
-            requirements, self.policy.pip_options(), max_file_bytes=self.limit, python=self.python
+            requirements,
+            self.policy.pip_options(),
+            max_file_bytes=self.limit,
+            python=self.python,
+            proxy=self._proxy,
         )
 
     def _cache(self) -> Path:
@@ -190,7 +228,7 @@ class Installer:
 
     async def _fetch_into(self, planned: list[Wheel], staging: Path) -> Plan:
         fetcher = fetch.Fetcher(staging, self._local_roots())
-        async with fetch.client() as http:
+        async with fetch.client(self._proxy) as http:
             sizes: dict[str, int] = {}
             listed: dict[str, str] = {}
             pages: dict[tuple[str, str], dict[str, int]] = {}
