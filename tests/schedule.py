@@ -32,6 +32,7 @@ LONGEST_FIRST = (
     "tests/packages/test_installer.py",
     "tests/hub/test_classroom.py",
     "tests/cli/test_changes_cli.py",
+    "tests/cli/test_cli_netreplay.py",
     "tests/security/test_install_attacks.py",
     "tests/security/test_disk_lifetime.py",
     "tests/security/test_disk_budget.py",
