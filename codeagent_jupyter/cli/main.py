@@ -255,6 +255,7 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
 async def _reexecute(args: argparse.Namespace) -> int:
     from ..record.notary import cli_notary
     from ..record.reexecute import reexecute
+    from .netreplay import limits_with, recording_for, say_replayed
     from .trust import parse_notebook, read_session_file
 
     read = read_session_file(args.session, cli_notary())
@@ -262,10 +263,13 @@ async def _reexecute(args: argparse.Namespace) -> int:
     workdir = existing_workdir(args.workdir)
     meta = notebook.metadata.get("codeagent")
     recorded = meta.get("limits") if isinstance(meta, dict) else None
+    recording = recording_for(args, notebook, workdir)  # the fetches, served offline
+    limits = limits_with(limits_from(args).tightened_by(recorded), recording)
     read.say_if_unsigned()
-    async with make_sandbox(args, workdir, limits_from(args).tightened_by(recorded)) as sandbox:
+    async with make_sandbox(args, workdir, limits, replay=recording) as sandbox:
         announce(sandbox)
         checks = await reexecute(notebook, sandbox)
+    say_replayed(recording)
     for check in checks:
         verdict = "match" if check.matched else f"MISMATCH: {check.detail}"
         say(f"cell {check.index} (step {check.step}): {verdict}")

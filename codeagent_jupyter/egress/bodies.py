@@ -20,7 +20,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -73,16 +73,17 @@ class BodyStore:
         path = self.path_of(digest)
         return path is not None and path.is_file()
 
-    @contextlib.contextmanager
-    def open_verified(self, digest: str) -> Iterator[tuple[BinaryIO, int]]:
-        """The body ``digest`` opened (a regular file, never through a link) and its size,
-        after its bytes were hashed and found to be ``digest``; ``Mismatch`` otherwise,
-        ``FileNotFoundError`` when the store does not hold it."""
+    def open_verified(self, digest: str) -> tuple[BinaryIO, int]:
+        """The body ``digest`` opened (a regular file, never through a link; the caller
+        closes it) and its size, after its bytes were hashed and found to be ``digest``;
+        ``Mismatch`` otherwise, ``FileNotFoundError`` when the store does not hold it. Blocks
+        (it reads the whole body): run it off the event loop."""
         path = self.path_of(digest)
         if path is None:
             raise Mismatch(f"{digest[:80]!r} is not a sha256 digest")
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as file:
+        file = os.fdopen(fd, "rb")
+        try:
             if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
                 raise FileNotFoundError(digest)
             hasher, size = hashlib.sha256(), 0
@@ -92,7 +93,10 @@ class BodyStore:
             if hasher.hexdigest() != digest:
                 raise Mismatch(f"the stored body {digest[:12]}… does not match its sha256")
             file.seek(0)
-            yield file, size
+        except BaseException:
+            file.close()
+            raise
+        return file, size
 
     def size(self) -> int:
         """Bytes the store holds (what the server counts against its owner's quota)."""
@@ -105,11 +109,11 @@ class BodyStore:
 
 
 class BodyWriter:
-    """One body on its way into the store: ``write`` each chunk, then ``finish``."""
+    """One body on its way into the store: ``write`` each chunk, then ``finish`` with the
+    digest of exactly those bytes (the relay hashes them once, for the record and here)."""
 
     def __init__(self, store: BodyStore) -> None:
         self.store = store
-        self.hasher = hashlib.sha256()
         self.size = 0
         self.too_large = False
         self._file: BinaryIO | None = None
@@ -122,7 +126,6 @@ class BodyWriter:
 
     def write(self, chunk: bytes) -> None:
         """Add ``chunk``; past the store's cap the body is dropped (and only counted)."""
-        self.hasher.update(chunk)
         self.size += len(chunk)
         if self.too_large:
             return
@@ -138,10 +141,11 @@ class BodyWriter:
             self.too_large = True  # a full disk keeps nothing; the relay goes on
             self.discard()
 
-    def finish(self) -> str | None:
-        """Keep the body under its digest; the digest, or None when it was not kept."""
-        digest = self.hasher.hexdigest()
-        if self.too_large:
+    def finish(self, digest: str) -> str | None:
+        """Keep the body under ``digest`` (its sha256, hex); the digest, or None when it
+        was not kept."""
+        if self.too_large or self.store.path_of(digest) is None:
+            self.discard()
             return None
         room = self.store.room
         if room is not None and not self.store.has(digest) and not room(self.size):

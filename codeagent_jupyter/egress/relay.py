@@ -112,8 +112,8 @@ class Relaying:
                     break
                 size += len(chunk)
                 body.update(chunk)
-                if keep is not None:
-                    keep.write(chunk)
+                if keep is not None:  # a disk write: off the event loop
+                    await asyncio.to_thread(keep.write, chunk)
                 self._count(len(chunk), record)
                 writer.write(chunk)
                 await self._drain(writer)
@@ -125,7 +125,8 @@ class Relaying:
         record["sha256"] = body.hexdigest()
         if keep is not None:
             # Only a body the sandbox got whole is kept: a replay serves it as it came.
-            record["stored"] = whole and keep.finish() is not None
+            kept = await asyncio.to_thread(keep.finish, record["sha256"]) if whole else None
+            record["stored"] = kept is not None
             if not record["stored"]:
                 keep.discard()
 

@@ -20,6 +20,7 @@ checked before it is used, and a digest is the only way it names a stored body.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import http
 from collections import defaultdict, deque
 from collections.abc import Iterable
@@ -86,21 +87,30 @@ class Recording:
             why = f"not in the recording: {_said(request)} (its body was not stored)"
             return await self._miss(writer, record, why)
         try:
-            with self.bodies.open_verified(str(digest)) as (body, size):
-                head = _head(status, entry.get("headers"), size)
-                writer.write(head)
-                record.update(status=status, rule=REPLAYED, allowed=True, stored=True)
-                record.update(bytes_down=len(head), sha256=digest)
-                while chunk := body.read(CHUNK):
-                    writer.write(chunk)
-                    record["bytes_down"] += len(chunk)
-                    await writer.drain()
+            body, size = await asyncio.to_thread(self.bodies.open_verified, str(digest))
         except Mismatch as e:
             why = f"refused: {e} (recorded for {_said(request)})"
             return await self._miss(writer, record, why)
         except OSError:
             why = f"not in the recording: {_said(request)} (its body is not in the store)"
             return await self._miss(writer, record, why)
+        with body:
+            head = _head(status, entry.get("headers"), size)
+            writer.write(head)
+            record.update(status=status, rule=REPLAYED, allowed=True, stored=True)
+            record.update(bytes_down=len(head), sha256=digest)
+            again, sent = hashlib.sha256(), 0
+            while sent < size:
+                chunk = await asyncio.to_thread(body.read, min(CHUNK, size - sent))
+                if not chunk:
+                    break
+                again.update(chunk)
+                if sent + len(chunk) == size and again.hexdigest() != digest:
+                    break  # changed since it was checked: the client gets it cut short
+                writer.write(chunk)
+                sent += len(chunk)
+                record["bytes_down"] += len(chunk)
+                await writer.drain()
         self.served += 1
 
     async def _miss(self, writer: asyncio.StreamWriter, record: dict[str, Any], why: str) -> None:

@@ -99,6 +99,8 @@ def test_a_recorded_fetch_replays_offline_byte_identical(
     assert f"502 codeagent egress broker: 502 {missing}" in _outputs(again[1])
     assert "codeagent: network: 2 request(s) served from the recording" in result.stderr
     assert f"codeagent: network: {missing}" in result.stderr
+    checked = codeagent("replay", str(session), "--workdir", str(ws), timeout=300)
+    assert "(step 1): match" in checked.stdout.splitlines()[0], checked.stdout + checked.stderr
 
     # Resume: the cells run again from the recording, then the new run goes on.
     fork = tmp_path / "fork.ipynb"
