@@ -19,6 +19,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ..errors import ToolError
 from .broker import Broker, OnRequest
 from .policy import EgressPolicy
 
@@ -63,11 +64,23 @@ def index_policy(urls: Iterable[str], base: EgressPolicy | None = None) -> Egres
 
 @contextlib.asynccontextmanager
 async def open_door(policy: EgressPolicy, on_request: OnRequest | None) -> AsyncIterator[str]:
-    """A broker under ``policy`` on 127.0.0.1 while the block runs; its proxy URL."""
+    """A broker under ``policy`` on 127.0.0.1 while the block runs; its proxy URL. A
+    ``ToolError`` raised in the block after the broker refused a request says which one
+    and why (pip alone would only say it found no wheel)."""
     broker = Broker(policy, Path(), on_request)
     port = await broker.start_tcp()
     try:
         yield f"http://127.0.0.1:{port}"
+    except ToolError as e:
+        refused = [r for r in broker.records if not r["allowed"]]
+        if not refused:
+            raise
+        first = refused[0]
+        raise ToolError(
+            f"install_packages: the egress broker refused {first['method']} {first['url'][:200]}"
+            f" ({first['rule']}): under --network policy the index is reached through it, "
+            f"and only {', '.join(policy.allow) or 'no host'} may be"
+        ) from e
     finally:
         await broker.close()
 

@@ -63,8 +63,9 @@ async def test_a_lying_index_cannot_send_pip_to_another_host(served: Any) -> Non
     records: list[dict[str, Any]] = []
     installer = _installer(served, records)
     before = len(served.index.log)
-    with pytest.raises(ToolError):
+    with pytest.raises(ToolError) as said:
         await installer.plan(["tinydep"], {})
+    assert f"the egress broker refused GET http://localhost:{port}/files/" in str(said.value)
     refused = [r for r in records if not r["allowed"]]
     assert refused and all("localhost" in r["url"] for r in refused)
     assert {r["rule"] for r in refused} == {"default deny"}
