@@ -37,6 +37,7 @@ LONGEST_FIRST = (
     "tests/security/test_disk_lifetime.py",
     "tests/security/test_disk_budget.py",
     "tests/tools/test_delegate_events.py",
+    "tests/packages/test_cli_install.py",
     "tests/packages/test_install_tool.py",
     "tests/cli/test_capable_tools.py",
 )
