@@ -91,6 +91,8 @@ async def test_a_fork_reruns_its_fetches_from_the_owners_store(
     assert first[0]["stored"] is True and first[1]["stored"] is False
     [kept] = (jp_data_dir / "codeagent" / "fetched" / "users").glob(f"*/{digest}")
     assert kept.read_text() == CSV
+    health = await api.ok("GET", "health")
+    assert health["snapshots"]["fetched_bytes"] == len(CSV)  # inside the owner's quota
 
     again = f"print(text == urllib.request.urlopen('{url}').read().decode())"
     scripted_model.set_script([tool_calls(("run_cell", {"code": again})), text("ok")])
