@@ -148,3 +148,29 @@ async def test_a_stopped_recording_hands_over_to_the_policy(tmp_path: Path, port
     recording.stop()
     played = await _replay(tmp_path, port, recording, _get(port))
     assert played.endswith(CSV.encode())  # live, through the policy
+
+
+async def test_recorded_headers_and_statuses_are_checked_before_use(
+    tmp_path: Path, port: int
+) -> None:
+    """An edited notebook cannot split the replayed response or make up a status."""
+    records, _, store = await _record(tmp_path, port, [_get(port)])
+    forged = dict(records[0])
+    forged["headers"] = [
+        ["content-type", "text/csv\r\nSet-Cookie: session=stolen"],
+        ["set-cookie", "session=stolen"],
+        ["location", "x" * 5000],
+        "not a pair",
+        ["content-type", "text/plain"],
+    ]
+    played = await _replay(tmp_path, port, Recording([forged], store), _get(port))
+    head = played.split(b"\r\n\r\n", 1)[0]
+    assert b"Set-Cookie" not in played and b"stolen" not in played and b"xxxx" not in head
+    assert head.split(b"\r\n")[1:] == [
+        b"content-type: text/plain",
+        f"Content-Length: {len(CSV)}".encode(),
+        b"Connection: close",
+    ]
+    for status in (999, "200", True, None):
+        bad = Recording([{**records[0], "status": status}], store)
+        assert (await _replay(tmp_path, port, bad, _get(port))).startswith(b"HTTP/1.1 502")
