@@ -17,7 +17,7 @@ import hashlib
 from typing import Any
 
 from . import http1
-from .bodies import BodyStore
+from .bodies import BodyStore, BodyWriter
 from .policy import EgressPolicy
 
 MIB = 1024 * 1024
@@ -81,18 +81,33 @@ class Relaying:
             up_writer.write(chunk)
             await self._drain(up_writer)
         try:
-            answer = await asyncio.wait_for(up_reader.readuntil(b"\r\n\r\n"), self.idle_timeout)
+            head = await asyncio.wait_for(up_reader.readuntil(b"\r\n\r\n"), self.idle_timeout)
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             await answer(writer, 502, f"no valid response from {request.host}")
             record.update(status=502, rule=record["rule"] + "; no valid response upstream")
             return
-        status, expected = response_shape(answer, request.method)
+        status, expected = response_shape(head, request.method)
         record["status"] = status
-        record["headers"] = replay_headers(answer)
-        answer = closing(answer)
-        writer.write(answer)
-        record["bytes_down"] = len(answer)
+        record["headers"] = replay_headers(head)
+        head = closing(head)
+        writer.write(head)
+        record["bytes_down"] = len(head)
         keep = self.bodies.writer() if self.bodies and request.method == "GET" else None
+        try:
+            await self._body(up_reader, writer, expected, record, keep)
+        finally:
+            if keep is not None and not record.get("stored"):
+                keep.discard()  # cut, too large, or the client went away: nothing stays
+
+    async def _body(
+        self,
+        up_reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        expected: int | None,
+        record: dict[str, Any],
+        keep: BodyWriter | None,
+    ) -> None:
+        """The response body back to the client, hashed, capped, and kept when whole."""
         body = hashlib.sha256()
         cap = int(self.policy.max_response_mb * MIB)
         size, whole = 0, False
@@ -127,8 +142,6 @@ class Relaying:
             # Only a body the sandbox got whole is kept: a replay serves it as it came.
             kept = await asyncio.to_thread(keep.finish, record["sha256"]) if whole else None
             record["stored"] = kept is not None
-            if not record["stored"]:
-                keep.discard()
 
     async def _tunnel(
         self,

@@ -174,3 +174,24 @@ async def test_recorded_headers_and_statuses_are_checked_before_use(
     for status in (999, "200", True, None):
         bad = Recording([{**records[0], "status": status}], store)
         assert (await _replay(tmp_path, port, bad, _get(port))).startswith(b"HTTP/1.1 502")
+
+
+async def test_an_origin_that_closes_without_answering_gets_a_502_and_nothing_is_kept(
+    tmp_path: Path,
+) -> None:
+    """A server that hangs up before its response head: the sandbox gets the broker's 502
+    (not a dropped connection), and no partial body file stays in the store."""
+
+    async def hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.close()
+
+    server = await asyncio.start_server(hang_up, "127.0.0.2", 0)
+    mute = server.sockets[0].getsockname()[1]
+    try:
+        records, [got], store = await _record(tmp_path, mute, [_get(mute)])
+    finally:
+        server.close()
+    assert got.startswith(b"HTTP/1.1 502") and b"no valid response from data.test" in got
+    assert records[0]["status"] == 502 and not records[0].get("stored")
+    assert not store.root.exists() or not any(store.root.iterdir())
