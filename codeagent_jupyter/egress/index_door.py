@@ -88,6 +88,6 @@ async def open_door(policy: EgressPolicy, on_request: OnRequest | None) -> Async
 def index_door(
     urls: Iterable[str], base: EgressPolicy | None = None, on_request: OnRequest | None = None
 ) -> Callable[[], AbstractAsyncContextManager[str]]:
-    """The installer's door (``packages.installer.Door``) to the index ``urls``."""
+    """The installer's door (``packages.door.Door``) to the index ``urls``."""
     policy = index_policy(list(urls), base)
     return lambda: open_door(policy, on_request)

@@ -15,13 +15,11 @@ recorded set: ``reinstall``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,6 +30,7 @@ from packaging.utils import canonicalize_name
 from ..errors import ToolError
 from . import fetch, pip
 from .cache import WheelCache, digest
+from .door import Door, Through
 from .identity import check_wheel
 from .pip import PackageError
 from .policy import PackagePolicy, parse_request
@@ -49,10 +48,6 @@ def default_cache_dir() -> Path:
     return Path(base) / "codeagent-jupyter" / "pip"
 
 
-Door = Callable[[], AbstractAsyncContextManager[str]]
-"""Opens the way to the index for one call: an HTTP proxy URL, good until it is left."""
-
-
 class Installer:
     """Fetches and installs wheels under ``policy`` for the interpreter ``python``;
     through ``door`` when there is one (a sandbox under ``--network policy``: a broker
@@ -63,9 +58,7 @@ class Installer:
     ) -> None:
         self.policy = policy
         self.python = python
-        self.door = door
-        self._proxy: str | None = None
-        self._one_door = asyncio.Lock()
+        self.through = Through(door)
         self.cache_dir = Path(policy.cache_dir) if policy.cache_dir else default_cache_dir()
         self.cache = WheelCache(self.cache_dir)
 
@@ -87,7 +80,7 @@ class Installer:
             self._allowed(requirement.name)
         requested = {canonicalize_name(r.name) for r in wanted}
         kept = [f"{name}=={version}" for name, version in sorted(installed.items())]
-        async with self._through():
+        async with self.through.call():
             return await self._plan(wanted, requested, kept, installed)
 
     async def _plan(
@@ -119,14 +112,14 @@ class Installer:
         if not wheels:
             return []
         self._cache()
-        async with self._through():
+        async with self.through.call():
             files = await restore_files(
                 wheels,
                 self.cache,
                 self.policy,
                 python=self.python,
                 max_file_bytes=self.limit,
-                proxy=self._proxy,
+                proxy=self.through.proxy,
             )
         await self._unpack([files[w.name] for w in wheels], overlay)
         return wheels
@@ -152,19 +145,6 @@ class Installer:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    @contextlib.asynccontextmanager
-    async def _through(self) -> AsyncIterator[None]:
-        """The door open for one call (one call at a time through it); nothing without."""
-        if self.door is None:
-            yield
-            return
-        async with self._one_door, self.door() as proxy:
-            self._proxy = proxy
-            try:
-                yield
-            finally:
-                self._proxy = None
-
     async def _unpack(self, files: list[Path], overlay: Path) -> None:
         for path in files:
             await asyncio.to_thread(install_wheel, path, overlay, interpreter=self.python)
@@ -176,7 +156,7 @@ class Installer:
             self.policy.pip_options(),
             max_file_bytes=self.limit,
             python=self.python,
-            proxy=self._proxy,
+            proxy=self.through.proxy,
         )
 
     def _cache(self) -> Path:
@@ -228,7 +208,7 @@ class Installer:
 
     async def _fetch_into(self, planned: list[Wheel], staging: Path) -> Plan:
         fetcher = fetch.Fetcher(staging, self._local_roots())
-        async with fetch.client(self._proxy) as http:
+        async with fetch.client(self.through.proxy) as http:
             sizes: dict[str, int] = {}
             listed: dict[str, str] = {}
             pages: dict[tuple[str, str], dict[str, int]] = {}
