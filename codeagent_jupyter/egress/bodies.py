@@ -52,6 +52,7 @@ class BodyStore:
         self.root = Path(root)
         self.max_body_bytes = max_body_bytes
         self.room = room
+        self._bytes: int | None = None
 
     @classmethod
     def for_workspace(cls, workdir: Path, max_body_mb: float = DEFAULT_BODY_MB) -> BodyStore:
@@ -99,13 +100,20 @@ class BodyStore:
         return file, size
 
     def size(self) -> int:
-        """Bytes the store holds (what the server counts against its owner's quota)."""
-        total = 0
-        with contextlib.suppress(OSError):
-            for entry in os.scandir(self.root):
-                if entry.is_file(follow_symlinks=False):
-                    total += entry.stat(follow_symlinks=False).st_size
-        return total
+        """Bytes the store holds (what the server counts against its owner's quota):
+        counted once, then kept up to date as bodies are added."""
+        if self._bytes is None:
+            total = 0
+            with contextlib.suppress(OSError):
+                for entry in os.scandir(self.root):
+                    if entry.is_file(follow_symlinks=False) and _DIGEST.match(entry.name):
+                        total += entry.stat(follow_symlinks=False).st_size
+            self._bytes = total
+        return self._bytes
+
+    def _added(self, size: int) -> None:
+        if self._bytes is not None:
+            self._bytes += size
 
 
 class BodyWriter:
@@ -147,8 +155,9 @@ class BodyWriter:
         if self.too_large or self.store.path_of(digest) is None:
             self.discard()
             return None
+        known = self.store.has(digest)
         room = self.store.room
-        if room is not None and not self.store.has(digest) and not room(self.size):
+        if room is not None and not known and not room(self.size):
             self.discard()
             return None
         try:
@@ -160,6 +169,8 @@ class BodyWriter:
         except OSError:
             self.discard()
             return None
+        if not known:
+            self.store._added(self.size)
         return digest
 
     def discard(self) -> None:

@@ -3,7 +3,8 @@
 Under ``network: "policy"`` each complete plain-HTTP ``GET`` body a sandbox fetched goes
 into its owner's store, ``<state dir>/fetched/users/<owner's area>`` (out of every
 sandbox's reach, named by digest only), and counts against ``c.CodeAgent.snapshot_quota_mb``
-together with the owner's snapshots: a body that would not fit is recorded as not stored.
+together with the owner's snapshots, both ways: a body that would not fit is recorded as not
+stored, and a snapshot captured later counts the bodies kept.
 A resume or fork of the owner's session serves the session's recorded fetches from that
 store while its cells run again (``egress.replay``), then the policy applies again.
 """
@@ -33,6 +34,7 @@ class FetchedAreas:
             root = self.root / "users" / area_name(owner)
             store = BodyStore(root, self.max_body_bytes)
             store.room = self._room(owner, store)
+            self.snapshots.store_for(owner).also_counted = store.size  # one quota for both
             self._stores[owner] = store
         return store
 
@@ -55,10 +57,11 @@ def fetched_areas(state_dir: Path, snapshots: SnapshotAreas, policy: Any) -> Fet
 
 def keep_bodies(areas: FetchedAreas, owner: str, sandbox: Any) -> None:
     """A sandbox taken for ``owner``'s session keeps its fetched bodies in their store (a
-    sandbox without a broker has nothing to keep)."""
+    sandbox without a broker has nothing to keep; the owner's bodies count all the same)."""
+    store = areas.store_for(owner)  # its bytes count in the owner's snapshot quota from now
     egress = getattr(sandbox, "egress", None)
     if egress is not None:
-        egress.keep_bodies(areas.store_for(owner))
+        egress.keep_bodies(store)
 
 
 def play_recording(areas: FetchedAreas, owner: str, sandbox: Any, notebook: Any) -> Any:
