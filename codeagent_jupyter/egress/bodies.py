@@ -30,6 +30,8 @@ FETCHED = "fetched"
 MIB = 1024 * 1024
 DEFAULT_BODY_MB = 16.0
 """Bodies larger than this are recorded as not stored (``EgressPolicy.store_body_mb``)."""
+WORKSPACE_BYTES = 2 << 30
+"""The most a workspace's store holds; a body past it is recorded as not stored."""
 _DIGEST = re.compile(r"^[0-9a-f]{64}$")
 _READ = 256 * 1024
 
@@ -56,8 +58,11 @@ class BodyStore:
 
     @classmethod
     def for_workspace(cls, workdir: Path, max_body_mb: float = DEFAULT_BODY_MB) -> BodyStore:
-        """The store of a workspace: ``.codeagent/fetched``, beside its snapshots."""
-        return cls(Path(workdir) / RESERVED / FETCHED, int(max_body_mb * MIB))
+        """The store of a workspace: ``.codeagent/fetched``, beside its snapshots, holding
+        at most ``WORKSPACE_BYTES`` in all (as its snapshot store does)."""
+        store = cls(Path(workdir) / RESERVED / FETCHED, int(max_body_mb * MIB))
+        store.room = lambda size: store.size() + size <= WORKSPACE_BYTES
+        return store
 
     def writer(self) -> BodyWriter:
         """A writer for one body as it is relayed (nothing is created until its first byte)."""
