@@ -3,11 +3,12 @@
 A new sandbox (local, or on ``--gateway-url``) working in ``--workdir`` or the current
 folder gets the workspace of the session's last step (or of step N) from that folder's
 snapshot store (or ``--snapshots-from``'s), the successful cells are run again to rebuild
-the kernel, the model gets the whole earlier conversation, and the run continues with
-PROMPT. The notebook is data: its limits may only tighten this command's, and the folder it
-names is never adopted (``cli_trust``). Without ``--from-step`` and ``--out`` the session's
-own notebook grows by a run; with either, a new notebook is written whose metadata names its
-parent (``metadata.codeagent.parent``): a fork, history cut at step N.
+the kernel (their fetches answered from the session's recording, ``netreplay.py``), the
+model gets the whole earlier conversation, and the run continues with PROMPT. The notebook
+is data: its limits may only tighten this command's, and the folder it names is never
+adopted (``cli_trust``). Without ``--from-step`` and ``--out`` the session's own notebook
+grows by a run; with either, a new notebook is written whose metadata names its parent
+(``metadata.codeagent.parent``): a fork, history cut at step N.
 """
 
 from __future__ import annotations
