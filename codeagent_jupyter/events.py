@@ -304,7 +304,9 @@ class NetworkRequest(Event):
     or refused: ``url`` with its query (``host:port`` for an HTTPS tunnel), the ``status``
     the sandbox got, bytes each way, ``sha256`` of the response body (empty for a tunnel:
     its bytes are encrypted) and the ``rule`` that decided (``allow data.example.org``,
-    ``default deny``, ``address refused: …``; a cut at a cap is added to it)."""
+    ``default deny``, ``address refused: …``; a cut at a cap is added to it). For a plain
+    ``GET``: whether its body went into the content store (``stored``, what a replay serves)
+    and the response ``headers`` a replay sends again (``[name, value]`` pairs)."""
 
     type: ClassVar[str] = "network_request"
     method: str = ""
@@ -315,6 +317,8 @@ class NetworkRequest(Event):
     sha256: str = ""
     rule: str = ""
     allowed: bool = False
+    stored: bool = False
+    headers: list[list[str]] = field(default_factory=list)
 
     def summary(self) -> str:
         """One line for people: ``GET http://… 200, 1,024 bytes (allow data.example.org)``,

@@ -119,8 +119,9 @@ def build_cli_agent(
 
 
 def install_tool(args: argparse.Namespace, sandbox: Any) -> Any:
-    """``install_packages`` for ``--allow-install`` (None without it)."""
-    from .args import install_policy
+    """``install_packages`` for ``--allow-install`` (None without it); under ``--network
+    policy`` pip reaches the index through a broker that lets through its hosts only."""
+    from .args import egress_policy, install_policy
 
     policy = install_policy(args)
     if policy is None:
@@ -128,7 +129,12 @@ def install_tool(args: argparse.Namespace, sandbox: Any) -> Any:
     from ..packages.installer import Installer
     from ..tools.install import InstallTool
 
-    return InstallTool(sandbox, Installer(policy), approval=policy.approval)
+    door = None
+    if getattr(args, "network", "none") == "policy":
+        from ..egress.index_door import index_door
+
+        door = index_door(policy.sources, egress_policy(args))
+    return InstallTool(sandbox, Installer(policy, door=door), approval=policy.approval)
 
 
 def _helper_tool(s: CliSession, model: Any, earlier: Any) -> Any:

@@ -6,7 +6,8 @@ Read from ``--allow-domain``/``--egress-policy FILE`` (JSON) on the CLI and from
     {"allow": ["data.example.org", "*.githubusercontent.com"], "deny": ["*.internal"],
      "default": "ask", "methods": ["GET", "HEAD"], "ports": [80, 443],
      "max_response_mb": 64, "max_session_mb": 512, "rate_per_minute": 600,
-     "allow_ranges": ["10.20.0.0/16"], "ask_timeout_s": 300}
+     "allow_ranges": ["10.20.0.0/16"], "ask_timeout_s": 300,
+     "store_body_mb": 16}
 
 A host matches ``example.org`` exactly, ``*.example.org`` for any name below it, ``*`` for
 any. ``deny`` wins over ``allow``; an unlisted host gets ``default``: ``deny``, or ``ask``,
@@ -43,6 +44,7 @@ _KEYS = {
     "allow_ranges",
     "hosts",
     "ask_timeout_s",
+    "store_body_mb",
 }
 
 Approver = Callable[..., Awaitable["str | None"]]
@@ -85,6 +87,8 @@ class EgressPolicy:
     allow_ranges: tuple[str, ...] = ()
     ask_timeout_s: float = 300.0
     """How long a ``default: ask`` question waits for the user before it is denied."""
+    store_body_mb: float = 16.0
+    """The largest ``GET`` body kept in the content store for replays (0: none kept)."""
     hosts: Mapping[str, str] = field(default_factory=dict)
     """Names pinned to addresses before any lookup. For tests (a test host name on
     loopback, with ``allow_ranges`` opening it); empty unless a policy sets it."""
@@ -107,6 +111,10 @@ class EgressPolicy:
             bad = isinstance(value, bool) or not isinstance(value, (int, float))
             if bad or not math.isfinite(value) or value <= 0:
                 raise PolicyError(f"egress {name} must be a positive number")
+        value = self.store_body_mb
+        bad = isinstance(value, bool) or not isinstance(value, (int, float))
+        if bad or not math.isfinite(value) or value < 0:
+            raise PolicyError("egress store_body_mb must be a number, 0 or more")
         try:
             networks(self.allow_ranges)
         except (TypeError, ValueError) as e:

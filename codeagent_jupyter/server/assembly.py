@@ -17,6 +17,7 @@ from typing import Any
 from ..config import SandboxLimits
 from ..core.assembly import build_agent
 from ..core.loop import AgentLoop
+from ..egress.index_door import index_door
 from ..errors import ConfigError
 from ..packages.installer import Installer
 from ..record.snapshots import SnapshotStore
@@ -105,8 +106,12 @@ def install_tool(manager: Any, sandbox: Any) -> Any:
     policy = manager.settings.package_policy()
     if policy is None:
         return None
+    door = None
+    if getattr(sandbox, "egress", None) is not None:
+        # the sandbox's way out is the broker: pip's to the index is one of its own
+        door = index_door(policy.sources, manager.settings.egress_policy())
     return InstallTool(
-        sandbox, Installer(policy), approval=policy.approval, writable=[manager.root_dir]
+        sandbox, Installer(policy, door=door), approval=policy.approval, writable=[manager.root_dir]
     )
 
 

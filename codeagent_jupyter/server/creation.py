@@ -16,6 +16,7 @@ from typing import Any
 from . import lifecycle
 from .assembly import build_session_agent
 from .errors import ApiError
+from .fetched import keep_bodies
 from .mentioning import mentioned, with_mentions
 from .policy import check_max_steps, check_text, session_limits
 from .session import AgentSession
@@ -100,6 +101,7 @@ async def create(
         if network is not None:  # --network policy: the broker's records, from now on
             network.attach(session.bus)
         session.network.attach(getattr(sandbox, "egress", None))  # default: ask asks the owner
+        keep_bodies(manager.fetched, owner, sandbox)
         context = build_context(
             workdir,
             notebook,

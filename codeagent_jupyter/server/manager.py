@@ -19,6 +19,7 @@ from ..sandbox.demand import ceiling
 from . import lifecycle
 from .creation import create
 from .errors import ApiError
+from .fetched import fetched_areas
 from .mentioning import mentioned, with_mentions
 from .model_registry import ModelRegistry
 from .offloop import off_loop
@@ -78,6 +79,9 @@ class SessionManager:
             # called by captures in worker threads: a copy, as the loop may add a session
             lambda owner: protected_sessions(list(self.sessions.values()), owner),
         )
+        policy = settings.egress_policy() if hasattr(settings, "egress_policy") else None
+        self.fetched = fetched_areas(self.state_dir, self.snapshots, policy)
+        """Each owner's fetched bodies (``--network policy``), inside their quota."""
         self._reaper: asyncio.Task[None] | None = None
         self._stopping = False
 
