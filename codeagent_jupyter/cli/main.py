@@ -39,6 +39,7 @@ from .args import (
     writable_notebook,
 )
 from .output import say, warn
+from .tool_flags import add_tools, check_tool_flags, mcp_tools, plugin_tools
 from .wiring import (
     CliSession,
     build_cli_agent,
@@ -77,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     add_limits(replay)
     add_isolation(replay)
     add_install(replay)
+    add_tools(replay, mcp_servers=False)
 
     from . import mcp as mcp_cli
     from . import resume as resume_cli
@@ -147,6 +149,7 @@ async def _run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     install_policy(args)  # bad install flags fail before the sandbox starts
     hooks = hook_chain(args.hook, session_id)
+    check_tool_flags(args)
     sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
     session = CliSession(args, workdir, limits, out, session_id, hooks)
     network = NetworkLog()
@@ -154,7 +157,10 @@ async def _run(args: argparse.Namespace) -> int:
     if applied:
         warn(f"codeagent: instructions: {', '.join(applied)}")
     unstarted = make_sandbox(args, workdir, limits, on_egress=network)
-    async with StartingSandbox(unstarted, on_ready=announce) as sandbox:
+    async with (
+        StartingSandbox(unstarted, on_ready=announce) as sandbox,
+        mcp_tools(args) as session.mcp,
+    ):
         # The kernel boots from here on; what follows does not need it.
         model = await make_model(model_name, base_url, api_key, settings)
         from ..record.recorder import NotebookRecorder
@@ -222,6 +228,7 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
     label = f"recorded turns of {session.model}" if session.model else "recorded turns"
     model = ReplayModel(_flat_turns(session.turns), name=label, base_url="")
     limits = limits_from(args).tightened_by(session.notebook.metadata["codeagent"].get("limits"))
+    check_tool_flags(args)
     read.say_if_unsigned()
     async with make_sandbox(args, workdir, limits) as sandbox:
         announce(sandbox)
@@ -235,6 +242,10 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
 
             await install.restore(recorded_packages(session.notebook))
             tools.append(install)
+        from ..tools.mcp_replay import RecordedMcpTools
+
+        # Plugins run again (--tool); MCP servers' calls are answered from the recording.
+        tools += [*plugin_tools(args, sandbox), RecordedMcpTools(session.events)]
         loop = build_agent(model, sandbox, sinks, AgentConfig(), tools=tools)
         try:
             finished = await drive(loop, list(session.prompts))

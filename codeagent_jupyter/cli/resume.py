@@ -31,6 +31,7 @@ from .args import (
     add_vision,
     positive_int,
 )
+from .tool_flags import add_tools
 
 RESUME_EXAMPLES = """\
 examples:
@@ -85,6 +86,7 @@ def add_parser(sub: Any) -> None:
     add_hooks(session)
     add_delegate(session)
     add_install(session)
+    add_tools(session)
     sandbox = resume.add_argument_group(
         "sandbox limits",
         "the limits of this command line (or the defaults); the session's recorded limits may "
@@ -108,6 +110,7 @@ async def run(args: argparse.Namespace) -> int:
     from ..record.resume import plan
     from ..record.snapshots import SnapshotStore
     from . import args as cli_args
+    from .tool_flags import check_tool_flags, mcp_tools
     from .trust import read_session_file, workspace
     from .wiring import (
         CliSession,
@@ -138,10 +141,14 @@ async def run(args: argparse.Namespace) -> int:
     source = workdir if args.snapshots_from is None else args.snapshots_from
     store = SnapshotStore.for_workspace(cli_args.existing_workdir(source))
     hooks = hook_chain(args.hook, session_id if fork else todo.session_id)
+    check_tool_flags(args)
     read.say_if_unsigned()
     network = NetworkLog()
     unstarted = cli_args.make_sandbox(args, workdir, limits, on_egress=network)
-    async with StartingSandbox(unstarted, on_ready=cli_args.announce) as sandbox:
+    async with (
+        StartingSandbox(unstarted, on_ready=cli_args.announce) as sandbox,
+        mcp_tools(args) as mcp,
+    ):
         model = await make_model(model_name, base_url, api_key, settings)
         recorder, printer = _recording(read, notary, out, session_id, fork, todo)
         install = await _reinstall(args, sandbox, todo)
@@ -156,7 +163,7 @@ async def run(args: argparse.Namespace) -> int:
         bus = EventBus([sink.emit for sink in sinks], keep=False, next_seq=first_seq)
         bus.publish(ev.SessionRestored, **rebuilt.event_fields())
         network.attach(bus)
-        cli = CliSession(args, workdir, limits, out, recorder.session_id, hooks, install)
+        cli = CliSession(args, workdir, limits, out, recorder.session_id, hooks, install, mcp)
         history = [*todo.messages, {"role": "user", "content": rebuilt.note_for_model()}]
         runs = len(meta.get("runs", []))
         instructions = recorded_instructions(todo.notebook)  # never the workspace's now

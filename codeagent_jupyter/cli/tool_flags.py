@@ -1,0 +1,84 @@
+"""The CLI's flags for tools beyond the built-in ones: plugins (``--tool NAME``) and MCP
+servers (``--mcp-server [NAME=]CMD|URL``, ``--mcp-approve NAME``), and the toolsets they
+make. ``run``, ``resume``, ``replay`` and ``mcp`` take ``--tool``; ``run`` and ``resume``
+take the MCP server flags (a replay answers those calls from its recording).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+
+def add_tools(parser: Any, *, mcp_servers: bool = True) -> None:
+    parser.add_argument(
+        "--tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="offer the model an installed plugin tool (entry-point group "
+        "codeagent_jupyter.tools); repeatable",
+    )
+    if not mcp_servers:
+        return
+    parser.add_argument(
+        "--mcp-server",
+        action="append",
+        default=[],
+        metavar="[NAME=]CMD|URL",
+        help="offer the model the tools of an MCP server (a command started over stdio, or a "
+        "Streamable HTTP URL) as mcp__NAME__TOOL; they run outside the sandbox and each call "
+        "needs approval; repeatable",
+    )
+    parser.add_argument(
+        "--mcp-approve",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run the calls of MCP server NAME without asking; repeatable",
+    )
+
+
+def plugin_tools(args: argparse.Namespace, sandbox: Any) -> list[Any]:
+    """The ``--tool`` plugins as one toolset on ``sandbox`` (none without the flag);
+    ``ConfigError`` for a name that is unknown or clashes with a built-in."""
+    names = list(getattr(args, "tool", None) or [])
+    if not names:
+        return []
+    from ..tools.plugins import PluginToolset, load
+
+    return [PluginToolset(load(names), sandbox)]
+
+
+def check_tool_flags(args: argparse.Namespace) -> None:
+    """Bad ``--tool``/``--mcp-*`` flags fail before anything starts (one line, exit 2)."""
+    plugin_tools(args, None)
+    _specs(args)
+
+
+def _specs(args: argparse.Namespace) -> list[Any]:
+    servers = list(getattr(args, "mcp_server", None) or [])
+    approved = list(getattr(args, "mcp_approve", None) or [])
+    if not servers and not approved:
+        return []
+    from ..tools.mcp_tools import parse_specs
+
+    return parse_specs(servers, approved)
+
+
+@contextlib.asynccontextmanager
+async def mcp_tools(args: argparse.Namespace) -> AsyncIterator[list[Any]]:
+    """The ``--mcp-server`` servers' tools while the block runs (an empty list without)."""
+    specs = _specs(args)
+    if not specs:
+        yield []
+        return
+    from ..tools.mcp_tools import McpTools
+    from .output import warn
+
+    async with McpTools(specs) as tools:
+        for note in tools.notes:
+            warn(f"codeagent: {note}")
+        yield [tools]
