@@ -38,6 +38,7 @@ LONGEST_FIRST = (
     "tests/tools/test_delegate_events.py",
     "tests/packages/test_install_tool.py",
     "tests/cli/test_capable_tools.py",
+    "tests/tools/test_plugins.py",
 )
 
 

@@ -15,6 +15,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from ..core.outcome import ToolOutcome
+from ..core.ports import ToolCall
 from ..core.toolset import ToolContext
 from ..errors import ConfigError, ToolArgumentError, ToolError
 from ..events import HELPER_TOOL
@@ -114,12 +115,21 @@ class PluginToolset:
     async def _in_kernel(
         self, tool: PluginTool, args: dict[str, Any], ctx: ToolContext, limit: int
     ) -> ToolOutcome:
-        """The plugin builds the code on the host; it runs confined, as a cell does."""
+        """The plugin builds the code on the host; it runs confined, as a cell does, and
+        the session's hooks see it as a ``run_cell`` first (a policy hook cannot be passed
+        by a tool it does not know)."""
         code = _called(tool, args)
         if not isinstance(code, str):
             raise ToolError(f"{tool.name}: the plugin returned no code to run")
         if len(code) > MAX_CODE:
             raise ToolError(f"{tool.name}: the plugin's code is over {MAX_CODE} characters")
+        if ctx.hooks is not None:  # fail closed: the hooks see the code as the cell it is
+            hooks, args = ctx.hooks, {"code": code}
+            call = ToolCall(hooks.session_id, ctx.step, ctx.tool_call_id, "run_cell", args)
+            verdict = await hooks.before(call)
+            if verdict.denied:
+                return verdict.outcome()
+            code = str(verdict.arguments.get("code", code))
         res = await cells.run_cell(self.sandbox, code, ctx.on_output)
         return ToolOutcome.of_execution(res, code, limit)
 
