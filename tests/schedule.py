@@ -39,6 +39,7 @@ LONGEST_FIRST = (
     "tests/packages/test_install_tool.py",
     "tests/cli/test_capable_tools.py",
     "tests/tools/test_plugins.py",
+    "tests/tools/test_mcp_sources.py",
 )
 
 

@@ -67,7 +67,10 @@ def result_text(server: str, content: Any, structured: Any, limit: int) -> str:
     for item in list(content or [])[:MAX_RESULT_ITEMS]:
         kind = getattr(item, "type", "")
         if kind == "text":
-            parts.append(str(getattr(item, "text", ""))[:MAX_PART])
+            said = str(getattr(item, "text", ""))
+            if len(said) > MAX_PART:  # its head and tail: head_tail cuts between them
+                said = said[: MAX_PART // 2] + "\n" + said[-MAX_PART // 2 :]
+            parts.append(said)
         else:
             parts.append(f"[{visible(str(kind))[:40] or 'unknown'} content not shown]")
     if not parts and structured is not None:

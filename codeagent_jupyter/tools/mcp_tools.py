@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 import shlex
 import time
 from collections.abc import Iterable, Sequence
@@ -129,6 +130,7 @@ class McpTools:
     async def _connect(self, spec: McpServerSpec) -> Any:
         try:
             from mcp import Client, StdioServerParameters
+            from mcp.client.stdio import stdio_client
         except ImportError:
             raise ConfigError(
                 "--mcp-server needs the MCP SDK: pip install 'codeagent-jupyter[mcp]'"
@@ -137,7 +139,10 @@ class McpTools:
             target: Any = spec.target
         else:
             words = _split(spec.target)
-            target = StdioServerParameters(command=words[0], args=words[1:])
+            params = StdioServerParameters(command=words[0], args=words[1:])
+            # Its stderr is not ours to print: a terminal would obey its escapes.
+            quiet = self._stack.enter_context(open(os.devnull, "w"))  # noqa: SIM115
+            target = stdio_client(params, errlog=quiet)
         client = Client(target, read_timeout_seconds=CALL_TIMEOUT_S)
         try:
             return await self._stack.enter_async_context(client)
