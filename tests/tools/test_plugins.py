@@ -8,6 +8,7 @@ found by ``importlib.metadata`` as any installed one is.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -100,8 +101,6 @@ def test_the_plugin_is_offered_traced_recorded_and_replayed(
 
 
 def test_the_plugin_over_mcp(env: dict[str, str], tmp_path: Path) -> None:
-    import anyio
-
     mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
     workdir = tmp_path / "ws"
     workdir.mkdir()
@@ -116,7 +115,7 @@ def test_the_plugin_over_mcp(env: dict[str, str], tmp_path: Path) -> None:
             result = await client.call_tool("describe_dataframe", {"name": "df"})
             return names, "\n".join(c.text for c in result.content if c.type == "text")
 
-    names, said = anyio.run(session)
+    names, said = asyncio.run(session())
     assert "describe_dataframe" in names and "run_cell" in names
     assert "shape: 3 rows x 2 columns" in said
 
