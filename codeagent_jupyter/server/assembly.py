@@ -80,6 +80,7 @@ def build_session_agent(
     install = install if install is not None else install_tool(manager, sandbox)
     if install is not None:
         tools.append(install)
+    tools += plugin_tools(manager, sandbox)
     session.installs = install  # the panel's installs go through it too (``installs``)
     return build_agent(
         model,
@@ -93,6 +94,16 @@ def build_session_agent(
         history=history,
         run_index=run_index,
     )
+
+
+def plugin_tools(manager: Any, sandbox: Any) -> list[Any]:
+    """The plugin tools of ``c.CodeAgent.tools`` on ``sandbox`` (checked at start)."""
+    names = list(getattr(manager.settings, "tools", None) or [])
+    if not names:
+        return []
+    from ..tools.plugins import PluginToolset, load
+
+    return [PluginToolset(load(names), sandbox)]
 
 
 def install_tool(manager: Any, sandbox: Any) -> Any:

@@ -174,6 +174,14 @@ class CodeAgent(Configurable):
         help="Tool hooks to enable, by name (entry-point group codeagent_jupyter.hooks; "
         "shipped: policy, audit). They run around every tool call, in this order.",
     )
+    tools = List(
+        Unicode(),
+        config=True,
+        help="Plugin tools to offer the model, by name (entry-point group "
+        "codeagent_jupyter.tools; see docs/tools.md). Installed plugins are offered only "
+        "when named here; a name that is not installed or clashes with a built-in tool "
+        "stops the server at start.",
+    )
     hook_options = Dict(
         config=True,
         help='Hook name -> its options, e.g. {"audit": {"path": "/var/log/agent.jsonl"}}.',
@@ -264,6 +272,16 @@ class CodeAgent(Configurable):
         from ..sandbox.preload import default_preload
 
         return default_preload() if self.preload is None else list(self.preload)
+
+    @validate("tools")
+    def _check_tools(self, proposal: dict[str, Any]) -> list[str]:
+        from ..tools.plugins import load
+
+        try:
+            load(proposal["value"])
+        except ConfigError as e:
+            raise ValueError(f"tools: {e}") from None
+        return list(proposal["value"])
 
     @validate("limits")
     def _check_limits(self, proposal: dict[str, Any]) -> dict[str, Any]:

@@ -26,12 +26,17 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "codeagent-describe
 MAKE_DF = "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, None], 'b': ['x', 'y', 'z']})"
 
 
-def registered(site: Path, entry_points: str) -> dict[str, str]:
-    """An environment in which a distribution with ``entry_points`` is installed."""
+def distribution(site: Path, entry_points: str) -> None:
+    """``site`` holds an installed distribution with ``entry_points`` (its metadata only)."""
     info = site / "codeagent_describe_df-0.1.0.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: codeagent-describe-df\n")
     (info / "entry_points.txt").write_text(entry_points)
+
+
+def registered(site: Path, entry_points: str) -> dict[str, str]:
+    """An environment in which a distribution with ``entry_points`` is installed."""
+    distribution(site, entry_points)
     path = os.pathsep.join([str(site), str(EXAMPLE), os.environ.get("PYTHONPATH", "")])
     return {**os.environ, "PYTHONPATH": path, "OPENAI_API_KEY": "test-key"}
 
