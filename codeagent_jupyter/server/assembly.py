@@ -22,6 +22,7 @@ from ..packages.installer import Installer
 from ..record.snapshots import SnapshotStore
 from ..tools import ToolBox
 from ..tools.install import InstallTool
+from . import mcp_sources
 from .changes_sink import attach as keep_changes_cell
 from .delegation import helper_tool
 from .errors import ApiError
@@ -80,7 +81,7 @@ def build_session_agent(
     install = install if install is not None else install_tool(manager, sandbox)
     if install is not None:
         tools.append(install)
-    tools += plugin_tools(manager, sandbox)
+    tools += plugin_tools(manager, sandbox) + mcp_sources.toolsets(session)
     session.installs = install  # the panel's installs go through it too (``installs``)
     return build_agent(
         model,

@@ -13,7 +13,7 @@ import asyncio
 import uuid
 from typing import Any
 
-from . import lifecycle
+from . import lifecycle, mcp_sources
 from .assembly import build_session_agent
 from .errors import ApiError
 from .policy import check_max_steps, check_text, session_limits
@@ -96,6 +96,7 @@ async def create(
             loaded=loaded,
             preloaded=getattr(sandbox, "preloaded", None),
         )
+        await mcp_sources.open_for(manager, session)
         loop = build_session_agent(
             manager,
             session,
@@ -113,6 +114,7 @@ async def create(
     except BaseException:
         del manager.sessions[session_id]
         await shutdown_quietly(sandbox)
+        await mcp_sources.close_for(session)
         raise
     session.attach(loop, sandbox, recorder)
     session.start_run(prompt, " ".join(title.split()))

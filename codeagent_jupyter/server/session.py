@@ -101,6 +101,8 @@ class AgentSession:
         self.source: str | None = None
         """For a fork: the session it was forked from (its snapshots are being read)."""
         self.hooks: Any = None
+        self.mcp_sources: Any = None
+        """The session's MCP servers (``mcp_sources``), started with its agent."""
         self.installs: Any = None
         """The session's ``install_packages`` tool (None when installs are off)."""
         """The ``HookChain`` of the session's current loop, if hooks are enabled."""
@@ -332,4 +334,7 @@ class AgentSession:
             except Exception:
                 log.exception("session %s: sandbox shutdown failed", self.id)
             self.sandbox = None
+        from .mcp_sources import close_for
+
+        await close_for(self)
         self.bus.close()

@@ -182,6 +182,17 @@ class CodeAgent(Configurable):
         "when named here; a name that is not installed or clashes with a built-in tool "
         "stops the server at start.",
     )
+    mcp_servers = List(
+        Unicode(),
+        config=True,
+        help="MCP servers whose tools each session offers the model as mcp__NAME__TOOL, as "
+        '"[NAME=]COMMAND" (started over stdio per session) or "[NAME=]URL" (Streamable '
+        "HTTP). They run outside the sandbox: each call waits for the user's approval "
+        "unless the server is in mcp_approve.",
+    )
+    mcp_approve = List(
+        Unicode(), config=True, help="Names of mcp_servers whose calls run without asking."
+    )
     hook_options = Dict(
         config=True,
         help='Hook name -> its options, e.g. {"audit": {"path": "/var/log/agent.jsonl"}}.',
@@ -282,6 +293,12 @@ class CodeAgent(Configurable):
         except ConfigError as e:
             raise ValueError(f"tools: {e}") from None
         return list(proposal["value"])
+
+    def mcp_specs(self) -> list[Any]:
+        """The parsed ``mcp_servers`` (``ConfigError`` in one line when wrong)."""
+        from ..tools.mcp_tools import parse_specs
+
+        return parse_specs(list(self.mcp_servers), list(self.mcp_approve))
 
     @validate("limits")
     def _check_limits(self, proposal: dict[str, Any]) -> dict[str, Any]:

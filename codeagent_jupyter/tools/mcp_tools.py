@@ -11,6 +11,7 @@ that recording without starting any server. What a server says is bounded (``mcp
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 import os
@@ -226,3 +227,39 @@ def _one(exc: BaseException) -> str:
         exc = exc.exceptions[0]  # type: ignore[attr-defined]
     text = " ".join(str(exc).split()) or type(exc).__name__
     return visible(text)[:300]
+
+
+class HeldMcpTools:
+    """``McpTools`` opened and closed by a task of its own, so that any task may ``close`` it
+    (the SDK's connections must be left in the task that opened them): a server session's
+    MCP servers, started with the session and stopped when it closes."""
+
+    def __init__(self, specs: Sequence[McpServerSpec], *, attended: bool = True) -> None:
+        self.tools = McpTools(specs, attended=attended)
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> McpTools:
+        """Start every server; raises (``ConfigError``) when one cannot be used."""
+        opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        async def hold() -> None:
+            try:
+                async with self.tools:
+                    opened.set_result(None)
+                    await self._stop.wait()
+            except BaseException as exc:
+                if not opened.done():
+                    opened.set_exception(exc)
+                    return  # said by ``start``
+                raise
+
+        self._task = asyncio.ensure_future(hold())
+        await opened
+        return self.tools
+
+    async def close(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(BaseException):
+                await self._task
