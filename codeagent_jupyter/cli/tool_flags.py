@@ -77,8 +77,9 @@ async def mcp_tools(args: argparse.Namespace) -> AsyncIterator[list[Any]]:
         return
     from ..tools.mcp_tools import McpTools
     from .output import warn
+    from .tool_ask import tool_approver
 
-    async with McpTools(specs) as tools:
+    async with McpTools(specs, attended=tool_approver() is not None) as tools:
         for note in tools.notes:
             warn(f"codeagent: {note}")
         yield [tools]

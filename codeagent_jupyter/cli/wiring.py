@@ -21,6 +21,7 @@ from .. import events as ev
 from ..config import AgentConfig, SandboxLimits
 from ..core.ports import EventSink
 from .args import make_sandbox
+from .tool_ask import tool_approver
 from .tool_flags import plugin_tools
 
 
@@ -105,13 +106,15 @@ def build_cli_agent(
     install = s.install if s.install is not None else install_tool(s.args, sandbox)
     if install is not None:
         tools.append(install)
-    tools += plugin_tools(s.args, sandbox) + s.mcp
+    plugins = plugin_tools(s.args, sandbox)
+    tools += plugins + s.mcp
     return build_agent(
         model,
         sandbox,
         bus,
         config,
         tools=tools,
+        approver=tool_approver() if plugins or s.mcp else None,
         hooks=s.hooks,
         context=context,
         history=history,

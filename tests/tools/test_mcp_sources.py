@@ -22,6 +22,7 @@ from codeagent_jupyter.config import AgentConfig
 from codeagent_jupyter.errors import ConfigError
 from codeagent_jupyter.record.recorder import load_session
 from codeagent_jupyter.tools.mcp_tools import parse_specs
+from tests.cli.pty_terminal import Terminal
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")
@@ -159,3 +160,34 @@ def test_server_names_default_to_the_command_or_host() -> None:
         ("my_tool", True),
         ("tools_example_org", False),
     ]
+
+
+def test_on_a_terminal_the_user_is_asked_and_a_yes_runs_the_call(
+    scripted_model: ScriptedModelServer, places: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """The question names the tool and its arguments, their escapes shown, not obeyed; the
+    first call is refused with "n", the second run with "y"."""
+    workdir, marker = places
+    scripted_model.set_script(
+        [
+            tool_calls(("mcp__fx__note", {"text": "no\x1b[2J"})),
+            tool_calls(("mcp__fx__note", {"text": "yes"})),
+            text("ok"),
+        ]
+    )
+    command = [sys.executable, "-m", "codeagent_jupyter.cli", "run", "note", "--model", "m"]
+    command += ["--base-url", scripted_model.url, "--workdir", str(workdir)]
+    command += ["--out", str(tmp_path / "s.ipynb"), "--mcp-server", server_flag("fx", marker)]
+    env = {**os.environ, "OPENAI_API_KEY": "test-key", "NO_COLOR": "1"}
+    term = Terminal(command, env)
+    asked = b"Run it? [y/N]: "
+    assert term.wait_for(lambda: term.raw.count(asked) == 1, 180), term.text[-2000:]
+    os.write(term.master, b"n\n")
+    assert term.wait_for(lambda: term.raw.count(asked) == 2, 120), term.text[-2000:]
+    os.write(term.master, b"y\n")
+    assert term.finish() == 0, term.text[-2000:]
+    assert 'run mcp__fx__note outside the sandbox with {"text": "no\\u001b[2J"}' in term.text
+    assert "\x1b[2J" not in term.text
+    assert (marker / "note.txt").read_text() == "yes"
+    refused, ran = tool_messages(scripted_model)[-2:]
+    assert refused.startswith("The user denied") and "noted 3 characters" in ran
