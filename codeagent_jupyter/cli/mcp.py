@@ -120,7 +120,7 @@ async def run(args: argparse.Namespace) -> int:
         if network is not None:  # --network policy: each request in the session notebook
             network.attach(bus)
         offered = sandbox_tools(sandbox, workdir, install_tool(args, sandbox))
-        offered += plugin_tools(args, sandbox)
+        offered += plugin_tools(args, sandbox, attended=False)
         tools = ToolSession(offered, sandbox, bus, hooks=hooks)
 
         async def session_for(ctx: Any) -> ToolSession:

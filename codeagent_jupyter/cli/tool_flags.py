@@ -41,15 +41,18 @@ def add_tools(parser: Any, *, mcp_servers: bool = True) -> None:
     )
 
 
-def plugin_tools(args: argparse.Namespace, sandbox: Any) -> list[Any]:
+def plugin_tools(args: argparse.Namespace, sandbox: Any, *, attended: bool = True) -> list[Any]:
     """The ``--tool`` plugins as one toolset on ``sandbox`` (none without the flag);
-    ``ConfigError`` for a name that is unknown or clashes with a built-in."""
+    ``ConfigError`` for a name that is unknown or clashes with a built-in. ``attended``:
+    whether a host tool's call can be asked about (a terminal; never over MCP)."""
     names = list(getattr(args, "tool", None) or [])
     if not names:
         return []
     from ..tools.plugins import PluginToolset, load
+    from .tool_ask import tool_approver
 
-    return [PluginToolset(load(names), sandbox)]
+    attended = attended and tool_approver() is not None
+    return [PluginToolset(load(names), sandbox, attended=attended)]
 
 
 def check_tool_flags(args: argparse.Namespace) -> None:

@@ -97,14 +97,15 @@ def build_session_agent(
     )
 
 
-def plugin_tools(manager: Any, sandbox: Any) -> list[Any]:
-    """The plugin tools of ``c.CodeAgent.tools`` on ``sandbox`` (checked at start)."""
+def plugin_tools(manager: Any, sandbox: Any, *, attended: bool = True) -> list[Any]:
+    """The plugin tools of ``c.CodeAgent.tools`` on ``sandbox`` (checked at start);
+    ``attended``: a session's panel answers approvals, an MCP client does not."""
     names = list(getattr(manager.settings, "tools", None) or [])
     if not names:
         return []
     from ..tools.plugins import PluginToolset, load
 
-    return [PluginToolset(load(names), sandbox)]
+    return [PluginToolset(load(names), sandbox, attended=attended)]
 
 
 def install_tool(manager: Any, sandbox: Any) -> Any:

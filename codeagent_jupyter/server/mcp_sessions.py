@@ -103,7 +103,7 @@ class McpHub:
     def __init__(self, manager: Any) -> None:
         self.manager = manager
         unstarted = sandbox_tools(None, manager.root_dir, _unasked_install(manager, None))
-        unstarted += plugin_tools(manager, None)
+        unstarted += plugin_tools(manager, None, attended=False)
         self.schemas = offered(combine(unstarted).schemas())
         self.sessions: dict[tuple[str, str], McpSession] = {}
         self._creating: dict[tuple[str, str], asyncio.Future[McpSession]] = {}
@@ -240,7 +240,7 @@ class McpHub:
         tools = ToolSession(
             [
                 *sandbox_tools(sandbox, workdir, _unasked_install(manager, sandbox)),
-                *plugin_tools(manager, sandbox),
+                *plugin_tools(manager, sandbox, attended=False),
             ],
             sandbox,
             session.bus,

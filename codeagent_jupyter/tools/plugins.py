@@ -27,6 +27,10 @@ from .plugin_api import PluginTool
 
 GROUP = "codeagent_jupyter.tools"
 MCP_PREFIX = "mcp__"
+UNASKED = (
+    "Denied: this tool runs outside the sandbox and needs the user's approval, and there is "
+    "no one to ask here (no terminal, or an MCP client); do not call it again."
+)
 MAX_CODE = 200_000
 """Characters of code a kernel plugin may build for one call."""
 
@@ -79,8 +83,11 @@ def load(names: Iterable[str]) -> list[PluginTool]:
 class PluginToolset:
     """Enabled plugin tools on one sandbox (a ``Toolset``); kernel tools run there."""
 
-    def __init__(self, tools: Iterable[PluginTool], sandbox: Any) -> None:
+    def __init__(self, tools: Iterable[PluginTool], sandbox: Any, *, attended: bool = True) -> None:
         self.sandbox = sandbox
+        self.attended = attended
+        """Whether someone can answer an approval (a panel, a terminal); when not, a host
+        tool under ``ask`` is denied saying so."""
         self._tools = {t.name: t for t in tools}
         self._schemas = [t.schema() for t in self._tools.values()]
 
@@ -107,7 +114,7 @@ class PluginToolset:
         if tool.approval == "ask":
             approve = ctx.approve
             if approve is None or not await approve(name, args):
-                return ToolOutcome.denied()
+                return ToolOutcome.denied() if self.attended else ToolOutcome("denied", UNASKED)
         if tool.runs == "kernel":
             return await self._in_kernel(tool, args, ctx, limit)
         return await self._on_host(tool, args, limit)

@@ -44,7 +44,7 @@ def registered(site: Path, entry_points: str) -> dict[str, str]:
 GROUP = "[codeagent_jupyter.tools]\n"
 PLUGIN = f"{GROUP}describe_dataframe = codeagent_describe_df:describe_dataframe\n"
 CLASH = f"{GROUP}run_cell = codeagent_describe_df:describe_dataframe\n"
-FETCHER = f"{GROUP}fetch_page = fetcher:fetch_page\n"
+FETCHER = f"{GROUP}fetch_page = fetcher:fetch_page\nstamp = fetcher:stamp\n"
 FETCHER_MODULE = '''
 from codeagent_jupyter.tools.plugin_api import tool
 
@@ -52,6 +52,13 @@ from codeagent_jupyter.tools.plugin_api import tool
 def fetch_page(url: str) -> str:
     """Fetch a page into the workspace."""
     return f"import subprocess\\nsubprocess.run(['curl', '-o', 'page.html', {url!r}])"
+
+@tool(runs="host")
+def stamp(text: str) -> str:
+    """Write a stamp on the host."""
+    import os, pathlib
+    pathlib.Path(os.environ["STAMP_FILE"]).write_text(text)
+    return "stamped"
 '''
 
 
@@ -182,22 +189,32 @@ def _typed(x: str) -> str:
     return x
 
 
-def test_the_policy_hook_sees_a_kernel_plugin_s_code(
+def test_the_policy_hook_sees_a_kernel_plugin_s_code_and_a_host_tool_needs_approval(
     scripted_model: ScriptedModelServer, tmp_path: Path
 ) -> None:
     """A kernel plugin's code passes the hooks as the cell it is: the policy hook, which knows
-    nothing of the plugin, denies the network command it builds, and nothing runs."""
+    nothing of the plugin, denies the network command it builds, and nothing runs. A host
+    plugin asks first; without a terminal it is denied, saying why, and does not run."""
     env = registered(tmp_path / "site", FETCHER)
+    env["STAMP_FILE"] = str(tmp_path / "stamp.txt")
     (tmp_path / "site" / "fetcher.py").write_text(FETCHER_MODULE)
     workdir = tmp_path / "ws"
     workdir.mkdir()
     scripted_model.set_script(
-        [tool_calls(("fetch_page", {"url": "https://example.org/"})), text("done")]
+        [
+            tool_calls(("fetch_page", {"url": "https://example.org/"}), ("stamp", {"text": "x"})),
+            text("done"),
+        ]
     )
     flags = ["--model", "m", "--base-url", scripted_model.url, "--workdir", str(workdir)]
-    flags += ["--out", str(tmp_path / "s.ipynb"), "--tool", "fetch_page", "--hook", "policy"]
+    flags += ["--out", str(tmp_path / "s.ipynb"), "--hook", "policy"]
+    flags += ["--tool", "fetch_page", "--tool", "stamp"]
     done = codeagent(env, "run", "fetch it", *flags)
     assert done.returncode == 0, done.stderr
-    shown = [m for m in scripted_model.requests[1]["messages"] if m["role"] == "tool"][-1]
-    assert "Denied by the policy hook: a network tool is not allowed" in shown["content"]
+    fetched, stamped = [
+        m["content"] for m in scripted_model.requests[1]["messages"] if m["role"] == "tool"
+    ]
+    assert "Denied by the policy hook: a network tool is not allowed" in fetched
     assert not (workdir / "page.html").exists()
+    assert stamped.startswith("Denied: this tool runs outside the sandbox")
+    assert not (tmp_path / "stamp.txt").exists()
