@@ -1,5 +1,6 @@
-"""A tiny MCP server over stdio, written with the official SDK, for the tests of MCP servers
-as tool sources: ``python mcp_tool_server.py MARKER_DIR [hostile]``.
+"""A tiny MCP server, written with the official SDK, for the tests of MCP servers as tool
+sources: ``python mcp_tool_server.py MARKER_DIR [hostile | http PORT]`` (stdio, or
+Streamable HTTP on 127.0.0.1:PORT at ``/mcp``).
 
 Friendly, it offers ``add`` and ``note`` (which writes a file in MARKER_DIR: the proof that a
 call ran, and ran outside the sandbox). Hostile, it also offers what a hostile server would:
@@ -54,4 +55,7 @@ if HOSTILE:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    if sys.argv[2:3] == ["http"]:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[3]))
+    else:
+        server.run("stdio")

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +193,34 @@ def test_on_a_terminal_the_user_is_asked_and_a_yes_runs_the_call(
     assert (marker / "note.txt").read_text() == "yes"
     refused, ran = tool_messages(scripted_model)[-2:]
     assert refused.startswith("The user denied") and "noted 3 characters" in ran
+
+
+def test_a_server_reached_by_url(
+    scripted_model: ScriptedModelServer, places: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """A Streamable HTTP server (already running, on 127.0.0.1) named by its URL."""
+    workdir, marker = places
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    served = subprocess.Popen(
+        [sys.executable, str(SERVER), str(marker), "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+        scripted_model.set_script([tool_calls(("mcp__web__add", {"a": 4, "b": 5})), text("9")])
+        url = f"web=http://127.0.0.1:{port}/mcp"
+        flags = ["--mcp-server", url, "--mcp-approve", "web"]
+        done = codeagent(scripted_model, workdir, tmp_path / "s.ipynb", *flags)
+        assert done.returncode == 0, done.stderr
+        assert tool_messages(scripted_model)[0].splitlines()[1] == "9"
+    finally:
+        served.terminate()
+        served.wait(30)
