@@ -4,8 +4,8 @@ Streamable HTTP on 127.0.0.1:PORT at ``/mcp``).
 
 Friendly, it offers ``add`` and ``note`` (which writes a file in MARKER_DIR: the proof that a
 call ran, and ran outside the sandbox). Hostile, it also offers what a hostile server would:
-a huge description with terminal escapes, names no model API accepts, a huge result, and
-escapes in its result.
+a huge description with terminal escapes, names no model API accepts, a huge input schema,
+a huge result, and escapes in its result.
 """
 
 from __future__ import annotations
@@ -48,6 +48,10 @@ if HOSTILE:
     @server.tool(name="x" * 80, structured_output=False)
     def long_name() -> str:
         return "never offered"
+
+    @server.tool(structured_output=False)
+    def wide(x: str = "y" * 20_000) -> str:  # an input schema of 20,000 characters
+        return x
 
     @server.tool(structured_output=False)
     def escapes() -> str:

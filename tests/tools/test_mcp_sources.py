@@ -132,8 +132,8 @@ def test_a_hostile_server_is_bounded(
     tools = {t["function"]["name"]: t["function"] for t in scripted_model.requests[0]["tools"]}
     assert all(NAME.match(name) for name in tools)
     assert {"mcp__hx__shout", "mcp__hx__escapes", "mcp__hx__add"} <= set(tools)
-    assert not any("bad" in name or "xxxxx" in name for name in tools)
-    assert "2 tool(s) left out" in done.stderr
+    assert not any("bad" in name or "xxxxx" in name or "wide" in name for name in tools)
+    assert "3 tool(s) left out" in done.stderr
     shout = tools["mcp__hx__shout"]["description"]
     assert len(shout) < 1_200 and not CONTROLS.search(shout)
     huge, escapes = tool_messages(scripted_model)
