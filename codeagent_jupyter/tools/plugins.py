@@ -31,6 +31,8 @@ UNASKED = (
     "Denied: this tool runs outside the sandbox and needs the user's approval, and there is "
     "no one to ask here (no terminal, or an MCP client); do not call it again."
 )
+MAX_PROMPT = 300
+"""Characters of a plugin's line in the system prompt."""
 MAX_CODE = 200_000
 """Characters of code a kernel plugin may build for one call."""
 
@@ -100,7 +102,7 @@ class PluginToolset:
 
     def prompt_lines(self) -> list[str]:
         """The plugins' own lines for the system prompt."""
-        return [f"- {t.name}: {t.prompt}" for t in self._tools.values() if t.prompt]
+        return [f"- {t.name}: {_line(t.prompt)}" for t in self._tools.values() if t.prompt]
 
     async def call(
         self, name: str, arguments: dict[str, Any], ctx: ToolContext | None = None
@@ -150,6 +152,12 @@ class PluginToolset:
                 raise ToolError(f"{tool.name} failed: {type(exc).__name__}: {exc}") from None
         text = visible(result if isinstance(result, str) else str(result))
         return ToolOutcome(text=head_tail(text, limit), duration_s=time.perf_counter() - started)
+
+
+def _line(text: str) -> str:
+    """A plugin's prompt line: one line, visible, at most ``MAX_PROMPT`` characters."""
+    said = visible(" ".join(text.split()))
+    return said if len(said) <= MAX_PROMPT else said[: MAX_PROMPT - 1] + "…"
 
 
 def _called(tool: PluginTool, args: dict[str, Any]) -> Any:

@@ -91,6 +91,10 @@ def test_the_plugin_is_offered_traced_recorded_and_replayed(
     assert run.returncode == 0, run.stderr
     offered = [t["function"]["name"] for t in scripted_model.requests[0]["tools"]]
     assert offered[-1] == "describe_dataframe" and "run_cell" in offered
+    system = scripted_model.requests[0]["messages"][0]["content"]
+    line = "- describe_dataframe: use it to learn a DataFrame's shape, columns, types"
+    assert f"Other tools:\n{line}" in system  # the plugin's prompt line
+    assert all(r["messages"][0]["content"] == system for r in scripted_model.requests)
     shown = [m for m in scripted_model.requests[2]["messages"] if m["role"] == "tool"][-1]
     assert "shape: 3 rows x 2 columns" in shown["content"] and "missing: 1" in shown["content"]
     assert "step 2: describe_dataframe\n   | _ca_df = df\n" in run.stderr  # the CLI trace
