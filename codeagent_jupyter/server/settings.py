@@ -294,6 +294,16 @@ class CodeAgent(Configurable):
             raise ValueError(f"tools: {e}") from None
         return list(proposal["value"])
 
+    @validate("mcp_servers")
+    def _check_mcp_servers(self, proposal: dict[str, Any]) -> list[str]:
+        from ..tools.mcp_tools import parse_specs
+
+        try:
+            parse_specs(list(proposal["value"]))
+        except ConfigError as e:
+            raise ValueError(f"mcp_servers: {e}") from None
+        return list(proposal["value"])
+
     def mcp_specs(self) -> list[Any]:
         """The parsed ``mcp_servers`` (``ConfigError`` in one line when wrong)."""
         from ..tools.mcp_tools import parse_specs

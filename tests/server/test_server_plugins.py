@@ -50,3 +50,10 @@ def test_a_plugin_not_installed_is_refused_with_the_settings() -> None:
         CodeAgent(tools=["nope"])
     with pytest.raises(ValueError, match="clashes with a built-in"):
         CodeAgent(tools=["run_cell"])
+
+
+def test_mcp_servers_named_twice_are_refused_with_the_settings() -> None:
+    from codeagent_jupyter.server.app import CodeAgent
+
+    with pytest.raises(ValueError, match="mcp_servers: MCP server name 'a' is used twice"):
+        CodeAgent(mcp_servers=["a=x", "a=y"])
