@@ -222,3 +222,19 @@ def test_the_policy_hook_sees_a_kernel_plugin_s_code_and_a_host_tool_needs_appro
     assert not (workdir / "page.html").exists()
     assert stamped.startswith("Denied: this tool runs outside the sandbox")
     assert not (tmp_path / "stamp.txt").exists()
+
+
+def test_the_example_s_own_tests_pass(tmp_path: Path) -> None:
+    """The example package's tests, run as its author would (so they cannot rot here)."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(EXAMPLE), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
+         str(EXAMPLE / "tests"), "--rootdir", str(EXAMPLE), "-c", os.devnull],
+        capture_output=True, text=True, env={**env, "PYTHONDONTWRITEBYTECODE": "1"},
+        cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "3 passed" in done.stdout
