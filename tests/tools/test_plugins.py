@@ -142,6 +142,7 @@ def test_the_plugin_over_mcp(env: dict[str, str], tmp_path: Path) -> None:
         (PLUGIN, "no_such_tool", "unknown tool 'no_such_tool' (plugin tools: describe_dataframe)"),
         (CLASH, "run_cell", "plugin tool 'run_cell' clashes with a built-in tool; refused"),
     ],
+    ids=["unknown", "clash"],
 )
 def test_unknown_and_clashing_names_are_one_line_and_exit_2(
     tmp_path: Path, entry_points: str, flag: str, said: str
