@@ -39,7 +39,7 @@ from .args import (
     writable_notebook,
 )
 from .output import say, warn
-from .tool_flags import add_tools, check_tool_flags, mcp_tools, plugin_tools
+from .tool_flags import add_tools, check_tool_flags, mcp_tools, plugin_tools, say_unoffered
 from .wiring import (
     CliSession,
     build_cli_agent,
@@ -242,10 +242,12 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
 
             await install.restore(recorded_packages(session.notebook))
             tools.append(install)
+        from ..core.toolset import combine
         from ..tools.mcp_replay import RecordedMcpTools
 
         # Plugins run again (--tool); MCP servers' calls are answered from the recording.
         tools += [*plugin_tools(args, sandbox), RecordedMcpTools(session.events)]
+        say_unoffered(session.events, combine(tools).names)
         loop = build_agent(model, sandbox, sinks, AgentConfig(), tools=tools)
         try:
             finished = await drive(loop, list(session.prompts))

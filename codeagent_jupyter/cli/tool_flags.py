@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 
@@ -69,6 +69,24 @@ def _specs(args: argparse.Namespace) -> list[Any]:
     from ..tools.mcp_tools import parse_specs
 
     return parse_specs(servers, approved)
+
+
+def say_unoffered(events: Iterable[Any], offered: set[str]) -> None:
+    """One line naming the tools a recorded session called that a replay does not offer
+    (a plugin without ``--tool``): their calls will be refused, and the replay differ. The
+    names come from the notebook, so only well-formed ones are said, and a few."""
+    from .. import events as ev
+    from ..tools.mcp_bounds import NAME, PREFIX
+    from .output import warn
+
+    called = {e.name for e in events if isinstance(e, ev.ToolCallStarted)}
+    missing = sorted(n for n in called - offered if NAME.match(n) and not n.startswith(PREFIX))
+    if missing:
+        names = ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+        warn(
+            f"codeagent: the session called {names}, not offered in this replay "
+            "(a plugin tool needs --tool NAME)"
+        )
 
 
 @contextlib.asynccontextmanager

@@ -106,6 +106,12 @@ def test_the_plugin_is_offered_traced_recorded_and_replayed(
     assert any("describe_dataframe" in "".join(c.source) for c in notebook.cells)
 
     replayed = tmp_path / "replayed.ipynb"
+    bare = codeagent(
+        env, "replay", str(out), "--model", "recorded", "--workdir", str(workdir),
+        "--out", str(tmp_path / "bare.ipynb"),
+    )  # fmt: skip
+    said = "the session called describe_dataframe, not offered in this replay"
+    assert said in bare.stderr
     again = codeagent(
         env, "replay", str(out), "--model", "recorded", "--workdir", str(workdir),
         "--out", str(replayed), "--tool", "describe_dataframe",
