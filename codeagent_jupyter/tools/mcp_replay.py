@@ -15,7 +15,7 @@ from .. import events as ev
 from ..core.outcome import ToolOutcome
 from ..core.toolset import ToolContext
 from ..errors import ToolArgumentError
-from .mcp_bounds import PREFIX
+from .mcp_bounds import NAME, PREFIX
 
 
 class RecordedMcpTools:
@@ -24,7 +24,13 @@ class RecordedMcpTools:
     def __init__(self, events: Iterable[ev.Event]) -> None:
         self._answers: dict[str, deque[ev.ToolCallFinished]] = defaultdict(deque)
         for event in events:
-            if isinstance(event, ev.ToolCallFinished) and event.name.startswith(PREFIX):
+            name = getattr(event, "name", "")
+            # The notebook is data: only well-formed names of MCP tools are taken from it.
+            if (
+                isinstance(event, ev.ToolCallFinished)
+                and name.startswith(PREFIX)
+                and NAME.match(name)
+            ):
                 self._answers[event.name].append(event)
         self._schemas = [
             {
