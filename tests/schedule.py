@@ -40,6 +40,8 @@ LONGEST_FIRST = (
     "tests/packages/test_cli_install.py",
     "tests/packages/test_install_tool.py",
     "tests/cli/test_capable_tools.py",
+    "tests/tools/test_plugins.py",
+    "tests/tools/test_mcp_sources.py",
 )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..config import NETWORK_MODES, VISION_MODES, AgentConfig, ModelSettings, SandboxLimits
 from ..errors import ConfigError
+from .tool_flags import add_tools
 
 Flags = Any
 """Where flags are declared: a parser or one of its argument groups (both ``add_argument``)."""
@@ -138,6 +139,7 @@ def add_run_parser(sub: Any) -> None:
     add_hooks(session)
     add_delegate(session)
     add_install(session)
+    add_tools(session)
     session.add_argument(
         "--no-snapshots",
         action="store_true",

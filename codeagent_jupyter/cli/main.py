@@ -39,6 +39,7 @@ from .args import (
     writable_notebook,
 )
 from .output import say, warn
+from .tool_flags import add_tools, check_tool_flags, mcp_tools, plugin_tools, say_unoffered
 from .wiring import (
     CliSession,
     build_cli_agent,
@@ -77,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     add_limits(replay)
     add_isolation(replay)
     add_install(replay)
+    add_tools(replay, mcp_servers=False)
 
     from . import mcp as mcp_cli
     from . import resume as resume_cli
@@ -147,6 +149,7 @@ async def _run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     install_policy(args)  # bad install flags fail before the sandbox starts
     hooks = hook_chain(args.hook, session_id)
+    check_tool_flags(args)
     sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
     session = CliSession(args, workdir, limits, out, session_id, hooks)
     network = NetworkLog()
@@ -155,7 +158,10 @@ async def _run(args: argparse.Namespace) -> int:
     if applied:
         warn(f"codeagent: instructions: {', '.join(applied)}")
     unstarted = make_sandbox(args, workdir, limits, on_egress=network)
-    async with StartingSandbox(unstarted, on_ready=announce) as sandbox:
+    async with (
+        StartingSandbox(unstarted, on_ready=announce) as sandbox,
+        mcp_tools(args) as session.mcp,
+    ):
         # The kernel boots from here on; what follows does not need it.
         model = await make_model(model_name, base_url, api_key, settings)
         from ..record.recorder import NotebookRecorder
@@ -234,6 +240,7 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
     limits = limits_from(args).tightened_by(session.notebook.metadata["codeagent"].get("limits"))
     recording = recording_for(args, session.notebook, workdir)
     limits = limits_with(limits, recording)
+    check_tool_flags(args)
     read.say_if_unsigned()
     network = NetworkLog()
     async with make_sandbox(args, workdir, limits, network, recording) as sandbox:
@@ -250,6 +257,12 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
             tools.append(install)
         bus = EventBus([s.emit for s in sinks], keep=False)
         network.attach(bus)
+        from ..core.toolset import combine
+        from ..tools.mcp_replay import RecordedMcpTools
+
+        # Plugins run again (--tool); MCP servers' calls are answered from the recording.
+        tools += [*plugin_tools(args, sandbox), RecordedMcpTools(session.events)]
+        say_unoffered(session.events, combine(tools).names)
         loop = build_agent(model, sandbox, bus, AgentConfig(), tools=tools)
         try:
             finished = await drive(loop, list(session.prompts))

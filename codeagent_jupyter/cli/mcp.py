@@ -31,6 +31,7 @@ from .args import (
     writable_notebook,
 )
 from .output import warn
+from .tool_flags import add_tools, check_tool_flags, plugin_tools
 from .wiring import hook_chain, install_tool, snapshot_sink
 
 MCP_EXAMPLES = """\
@@ -66,6 +67,7 @@ def add_parser(sub: Any) -> None:
         help="session notebook to write (default: .codeagent/sessions/ID.ipynb in the workspace)",
     )
     add_hooks(session)
+    add_tools(session, mcp_servers=False)
     session.add_argument(
         "--no-snapshots",
         action="store_true",
@@ -98,6 +100,7 @@ async def run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     install_policy(args)  # bad install flags: one line, before anything starts
     hooks = hook_chain(args.hook, session_id)
+    check_tool_flags(args)
     sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
     stop = _stop_on_signals()
     # The transport takes fds 0 and 1 first: a kernel started afterwards cannot write
@@ -117,6 +120,7 @@ async def run(args: argparse.Namespace) -> int:
         if network is not None:  # --network policy: each request in the session notebook
             network.attach(bus)
         offered = sandbox_tools(sandbox, workdir, install_tool(args, sandbox))
+        offered += plugin_tools(args, sandbox, attended=False)
         tools = ToolSession(offered, sandbox, bus, hooks=hooks)
 
         async def session_for(ctx: Any) -> ToolSession:

@@ -32,6 +32,7 @@ from .args import (
     add_vision,
     positive_int,
 )
+from .tool_flags import add_tools
 
 RESUME_EXAMPLES = """\
 examples:
@@ -86,6 +87,7 @@ def add_parser(sub: Any) -> None:
     add_hooks(session)
     add_delegate(session)
     add_install(session)
+    add_tools(session)
     sandbox = resume.add_argument_group(
         "sandbox limits",
         "the limits of this command line (or the defaults); the session's recorded limits may "
@@ -110,6 +112,7 @@ async def run(args: argparse.Namespace) -> int:
     from ..record.snapshots import SnapshotStore
     from . import args as cli_args
     from .netreplay import limits_with, recording_for, say_replayed
+    from .tool_flags import check_tool_flags, mcp_tools
     from .trust import read_session_file, workspace
     from .wiring import (
         CliSession,
@@ -142,10 +145,14 @@ async def run(args: argparse.Namespace) -> int:
     recording = recording_for(args, todo.notebook, cli_args.existing_workdir(source))
     limits = limits_with(limits, recording)
     hooks = hook_chain(args.hook, session_id if fork else todo.session_id)
+    check_tool_flags(args)
     read.say_if_unsigned()
     network = NetworkLog()
     unstarted = cli_args.make_sandbox(args, workdir, limits, network, recording)
-    async with StartingSandbox(unstarted, on_ready=cli_args.announce) as sandbox:
+    async with (
+        StartingSandbox(unstarted, on_ready=cli_args.announce) as sandbox,
+        mcp_tools(args) as mcp,
+    ):
         model = await make_model(model_name, base_url, api_key, settings)
         recorder, printer = _recording(read, notary, out, session_id, fork, todo)
         install = await _reinstall(args, sandbox, todo)
@@ -164,7 +171,7 @@ async def run(args: argparse.Namespace) -> int:
         bus = EventBus([sink.emit for sink in sinks], keep=False, next_seq=first_seq)
         bus.publish(ev.SessionRestored, **rebuilt.event_fields())
         network.attach(bus)
-        cli = CliSession(args, workdir, limits, out, recorder.session_id, hooks, install)
+        cli = CliSession(args, workdir, limits, out, recorder.session_id, hooks, install, mcp)
         history = [*todo.messages, {"role": "user", "content": rebuilt.note_for_model()}]
         runs = len(meta.get("runs", []))
         instructions = recorded_instructions(todo.notebook)  # never the workspace's now

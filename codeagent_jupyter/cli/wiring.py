@@ -13,7 +13,7 @@ import argparse
 import asyncio
 import signal
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,8 @@ from .. import events as ev
 from ..config import AgentConfig, SandboxLimits
 from ..core.ports import EventSink
 from .args import make_sandbox
+from .tool_ask import tool_approver
+from .tool_flags import plugin_tools
 
 
 def hook_chain(specs: list[str], session_id: str) -> Any:
@@ -68,6 +70,8 @@ class CliSession:
     hooks: Any = None
     install: Any = None
     """The ``install_packages`` tool, made before the agent where a resume restored with it."""
+    mcp: list[Any] = field(default_factory=list)
+    """The ``--mcp-server`` servers' tools (``tool_flags.mcp_tools``), started already."""
 
 
 def build_cli_agent(
@@ -105,12 +109,15 @@ def build_cli_agent(
     install = s.install if s.install is not None else install_tool(s.args, sandbox)
     if install is not None:
         tools.append(install)
+    plugins = plugin_tools(s.args, sandbox)
+    tools += plugins + s.mcp
     return build_agent(
         model,
         sandbox,
         bus,
         config,
         tools=tools,
+        approver=tool_approver() if plugins or s.mcp else None,
         hooks=s.hooks,
         context=context,
         history=history,

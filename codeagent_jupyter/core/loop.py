@@ -27,7 +27,7 @@ from .ports import EventSink, Model, SandboxPort, ToolHooks
 from .runner import Approver, ToolRunner
 from .starting import HeadStart, StartingSandbox
 from .stopping import RunStopped, StopSignal
-from .toolset import ToolContext, Toolset, combine
+from .toolset import ToolContext, Toolset, combine, prompt_lines
 from .transcript import answer_open_calls
 from .usage import Totals, clean_message, empty_reply_error, is_empty
 
@@ -65,6 +65,8 @@ class AgentLoop:
         self.config = config or AgentConfig()
         self.context = context
         prompt = self.config.system_prompt or system_prompt(self.tools.names)
+        if extra := prompt_lines(self.tools):  # plugins' own lines, fixed for the session
+            prompt += "Other tools:\n" + "\n".join(extra) + "\n"
         if self.config.instructions:
             prompt = f"{prompt}\n{self.config.instructions}"
         self.messages: list[dict[str, Any]] = [

@@ -102,6 +102,13 @@ class CombinedToolset:
         return await toolset.call(name, arguments, ctx)
 
 
+def prompt_lines(tools: Toolset) -> list[str]:
+    """The system prompt's lines that toolsets bring for their own tools (a plugin's
+    ``prompt``), in order; most toolsets bring none (their lines are in ``config``)."""
+    parts = tools.toolsets if isinstance(tools, CombinedToolset) else [tools]
+    return [line for t in parts for line in getattr(t, "prompt_lines", list)()]
+
+
 def combine(tools: Toolset | Sequence[Toolset]) -> Toolset:
     """One toolset from one or several."""
     if isinstance(tools, Sequence):

@@ -23,6 +23,7 @@ from ..packages.installer import Installer
 from ..record.snapshots import SnapshotStore
 from ..tools import ToolBox
 from ..tools.install import InstallTool
+from . import mcp_sources
 from .changes_sink import attach as keep_changes_cell
 from .delegation import helper_tool
 from .errors import ApiError
@@ -84,6 +85,7 @@ def build_session_agent(
     install = install if install is not None else install_tool(manager, sandbox)
     if install is not None:
         tools.append(install)
+    tools += plugin_tools(manager, sandbox) + mcp_sources.toolsets(session)
     session.installs = install  # the panel's installs go through it too (``installs``)
     return build_agent(
         model,
@@ -97,6 +99,17 @@ def build_session_agent(
         history=history,
         run_index=run_index,
     )
+
+
+def plugin_tools(manager: Any, sandbox: Any, *, attended: bool = True) -> list[Any]:
+    """The plugin tools of ``c.CodeAgent.tools`` on ``sandbox`` (checked at start);
+    ``attended``: a session's panel answers approvals, an MCP client does not."""
+    names = list(getattr(manager.settings, "tools", None) or [])
+    if not names:
+        return []
+    from ..tools.plugins import PluginToolset, load
+
+    return [PluginToolset(load(names), sandbox, attended=attended)]
 
 
 def install_tool(manager: Any, sandbox: Any) -> Any:

@@ -13,7 +13,7 @@ import asyncio
 import uuid
 from typing import Any
 
-from . import lifecycle
+from . import lifecycle, mcp_sources
 from .assembly import build_session_agent
 from .errors import ApiError
 from .fetched import keep_bodies
@@ -109,6 +109,7 @@ async def create(
             loaded=loaded,
             preloaded=getattr(sandbox, "preloaded", None),
         )
+        await mcp_sources.open_for(manager, session)
         loop = build_session_agent(
             manager,
             session,
@@ -127,6 +128,7 @@ async def create(
     except BaseException:
         del manager.sessions[session_id]
         await shutdown_quietly(sandbox)
+        await mcp_sources.close_for(session)
         raise
     session.attach(loop, sandbox, recorder)
     shown = title or (prompt if section else "")  # people read the request, not the files

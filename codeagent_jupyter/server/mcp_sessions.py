@@ -25,7 +25,7 @@ from ..mcp.results import offered
 from ..mcp.server import SessionRefused, instructions
 from ..mcp.session import SAVE_DELAY_S, ToolSession, sandbox_tools
 from . import lifecycle
-from .assembly import settled_hooks, snapshot_sink
+from .assembly import plugin_tools, settled_hooks, snapshot_sink
 from .errors import ApiError
 from .session import CLOSED, IDLE, RUNNING, STARTING, AgentSession
 from .supply import shutdown_quietly
@@ -103,6 +103,7 @@ class McpHub:
     def __init__(self, manager: Any) -> None:
         self.manager = manager
         unstarted = sandbox_tools(None, manager.root_dir, _unasked_install(manager, None))
+        unstarted += plugin_tools(manager, None, attended=False)
         self.schemas = offered(combine(unstarted).schemas())
         self.sessions: dict[tuple[str, str], McpSession] = {}
         self._creating: dict[tuple[str, str], asyncio.Future[McpSession]] = {}
@@ -237,7 +238,10 @@ class McpHub:
         session.bus.subscribe(recorder.emit)
         snapshot_sink(manager, session, recorder, workdir)
         tools = ToolSession(
-            sandbox_tools(sandbox, workdir, _unasked_install(manager, sandbox)),
+            [
+                *sandbox_tools(sandbox, workdir, _unasked_install(manager, sandbox)),
+                *plugin_tools(manager, sandbox, attended=False),
+            ],
             sandbox,
             session.bus,
             config=manager.settings.agent_config(),

@@ -23,7 +23,7 @@ from ..record.packages import reinstall
 from ..record.reader import parse_session
 from ..record.restore import Rebuilt, rebuild
 from ..record.resume import ResumePlan, plan
-from . import lifecycle
+from . import lifecycle, mcp_sources
 from .assembly import build_session_agent, install_tool, store_of
 from .bodies import body_schema
 from .errors import ApiError
@@ -133,6 +133,7 @@ async def _restore(r: _Revival, prompt: str) -> None:
             raise asyncio.CancelledError
     except BaseException as exc:
         await shutdown_quietly(r.sandbox)
+        await mcp_sources.close_for(session)
         if isinstance(exc, Exception) and not session.closed:
             log.warning("session %s could not be restored: %s", session.id, exc)
             why = exc.message if isinstance(exc, ApiError) else f"{type(exc).__name__}: {exc}"
@@ -189,6 +190,7 @@ async def _rebuild(r: _Revival) -> tuple[Rebuilt, Any, Any]:
         session.bus.subscribe(recorder.emit)
     meta = recorder.notebook.metadata["codeagent"]
     meta.setdefault("restores", []).append(rebuilt.to_dict())
+    await mcp_sources.open_for(manager, session)
     loop = build_session_agent(
         manager,
         session,

@@ -106,6 +106,8 @@ class AgentSession:
         self.network = NetworkApprovals(self.bus)
         """Questions about hosts under ``default: ask`` and their answers (``net_approvals``)."""
         self.hooks: Any = None
+        self.mcp_sources: Any = None
+        """The session's MCP servers (``mcp_sources``), started with its agent."""
         self.installs: Any = None
         """The session's ``install_packages`` tool (None when installs are off)."""
         """The ``HookChain`` of the session's current loop, if hooks are enabled."""
@@ -339,4 +341,7 @@ class AgentSession:
             except Exception:
                 log.exception("session %s: sandbox shutdown failed", self.id)
             self.sandbox = None
+        from .mcp_sources import close_for
+
+        await close_for(self)
         self.bus.close()

@@ -174,6 +174,25 @@ class CodeAgent(Configurable):
         help="Tool hooks to enable, by name (entry-point group codeagent_jupyter.hooks; "
         "shipped: policy, audit). They run around every tool call, in this order.",
     )
+    tools = List(
+        Unicode(),
+        config=True,
+        help="Plugin tools to offer the model, by name (entry-point group "
+        "codeagent_jupyter.tools; see docs/tools.md). Installed plugins are offered only "
+        "when named here; a name that is not installed or clashes with a built-in tool "
+        "stops the server at start.",
+    )
+    mcp_servers = List(
+        Unicode(),
+        config=True,
+        help="MCP servers whose tools each session offers the model as mcp__NAME__TOOL, as "
+        '"[NAME=]COMMAND" (started over stdio per session) or "[NAME=]URL" (Streamable '
+        "HTTP). They run outside the sandbox: each call waits for the user's approval "
+        "unless the server is in mcp_approve.",
+    )
+    mcp_approve = List(
+        Unicode(), config=True, help="Names of mcp_servers whose calls run without asking."
+    )
     hook_options = Dict(
         config=True,
         help='Hook name -> its options, e.g. {"audit": {"path": "/var/log/agent.jsonl"}}.',
@@ -264,6 +283,32 @@ class CodeAgent(Configurable):
         from ..sandbox.preload import default_preload
 
         return default_preload() if self.preload is None else list(self.preload)
+
+    @validate("tools")
+    def _check_tools(self, proposal: dict[str, Any]) -> list[str]:
+        from ..tools.plugins import load
+
+        try:
+            load(proposal["value"])
+        except ConfigError as e:
+            raise ValueError(f"tools: {e}") from None
+        return list(proposal["value"])
+
+    @validate("mcp_servers")
+    def _check_mcp_servers(self, proposal: dict[str, Any]) -> list[str]:
+        from ..tools.mcp_tools import parse_specs
+
+        try:
+            parse_specs(list(proposal["value"]))
+        except ConfigError as e:
+            raise ValueError(f"mcp_servers: {e}") from None
+        return list(proposal["value"])
+
+    def mcp_specs(self) -> list[Any]:
+        """The parsed ``mcp_servers`` (``ConfigError`` in one line when wrong)."""
+        from ..tools.mcp_tools import parse_specs
+
+        return parse_specs(list(self.mcp_servers), list(self.mcp_approve))
 
     @validate("limits")
     def _check_limits(self, proposal: dict[str, Any]) -> dict[str, Any]:
