@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import uuid
 from pathlib import Path
@@ -41,13 +42,15 @@ from .args import (
 from .output import say, warn
 from .wiring import (
     CliSession,
+    attach_sinks,
     build_cli_agent,
-    changes_sink,
     drive,
     hook_chain,
     install_tool,
     make_model,
+    prepare_sandbox,
     report,
+    session_sinks,
     snapshot_sink,
 )
 
@@ -130,13 +133,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    """``codeagent run``: the sandbox starts first, and the model is asked while it boots."""
+    """``codeagent run``: the first model request and the sandbox's start both leave at once.
+
+    Nothing heavy stands before them: the model sends through the HTTP client ``openai``
+    uses (``openai`` itself is imported once the sandbox is up); the signing key (it must
+    exist when the sandbox decides what to hide) and the sandbox's modules are made and
+    imported in a thread that the sandbox's start waits for; the recorder, the printer and
+    the snapshots are made while both are under way, and the events before them are kept
+    and handed to them (``attach_sinks``)."""
     from ..core.bus import EventBus
     from ..core.netlog import NetworkLog
     from ..core.starting import StartingSandbox
     from ..models.settings import resolve_settings
-    from ..record.notary import cli_notary
-    from .trust import signing
 
     settings = model_settings_from(args)
     model_name, base_url, api_key = resolve_settings(settings.model, settings.base_url)
@@ -147,38 +155,51 @@ async def _run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     install_policy(args)  # bad install flags fail before the sandbox starts
     hooks = hook_chain(args.hook, session_id)
-    sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
     session = CliSession(args, workdir, limits, out, session_id, hooks)
     network = NetworkLog()
     applied, instructions = read_instructions(workdir)  # before any sandbox code can run
     if applied:
         warn(f"codeagent: instructions: {', '.join(applied)}")
-    unstarted = make_sandbox(args, workdir, limits, on_egress=network)
-    async with StartingSandbox(unstarted, on_ready=announce) as sandbox:
-        # The kernel boots from here on; what follows does not need it.
-        model = await make_model(model_name, base_url, api_key, settings)
-        from ..record.recorder import NotebookRecorder
-        from .terminal import make_printer
+    model = make_model(model_name, base_url, api_key, settings)
+    prepared = asyncio.ensure_future(asyncio.to_thread(prepare_sandbox, args))
 
-        recorder = NotebookRecorder(out, session_id=session_id, on_saved=sign)
-        printer = make_printer(answer_on=sys.stdout)
-        sinks: list[EventSink] = [recorder, printer]
-        changes = None
-        if not args.no_snapshots:
-            sinks.insert(0, snapshot_sink(workdir, recorder))
-            sinks.insert(2, changes := changes_sink(workdir, recorder))
-        if hooks is not None:
-            sinks.append(hooks)
+    def make() -> Any:
+        return make_sandbox(args, workdir, limits, on_egress=network)
+
+    def ready(sandbox: Any) -> None:
+        announce(sandbox)
+        model.load_openai()  # for the later requests, now that the kernel is up
+
+    starting = StartingSandbox(
+        make=make, on_ready=ready, before=prepared, workdir=workdir, limits=limits
+    )
+    async with starting as sandbox:
+        bus = EventBus(keep=True)  # keeps what comes before the sinks are attached
         context = build_context(workdir, notebook)
-        bus = EventBus([s.emit for s in sinks], keep=False)
-        network.attach(bus)
         loop = build_cli_agent(
             session, model, sandbox, bus, context=context, instructions=instructions
         )
+        running = asyncio.ensure_future(drive(loop, [args.prompt]))  # the request leaves
+        printer = None
         try:
-            finished = await drive(loop, [args.prompt])
+            notary = await prepared
+            recorder, printer, changes = session_sinks(args, workdir, out, session_id, notary)
+            sinks: list[EventSink] = [recorder, printer]
+            if changes is not None:
+                sinks.insert(0, snapshot_sink(workdir, recorder))
+                sinks.insert(2, changes)
+            if hooks is not None:
+                sinks.append(hooks)
+            attach_sinks(bus, sinks)
+            network.attach(bus)
+            finished = await running
         finally:
-            printer.close()
+            if not running.done():
+                running.cancel()
+                with contextlib.suppress(BaseException):
+                    await running
+            if printer is not None:
+                printer.close()
             await model.aclose()
             if hooks is not None:
                 await hooks.end({})

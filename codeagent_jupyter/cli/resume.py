@@ -142,7 +142,8 @@ async def run(args: argparse.Namespace) -> int:
     network = NetworkLog()
     unstarted = cli_args.make_sandbox(args, workdir, limits, on_egress=network)
     async with StartingSandbox(unstarted, on_ready=cli_args.announce) as sandbox:
-        model = await make_model(model_name, base_url, api_key, settings)
+        model = make_model(model_name, base_url, api_key, settings)
+        model.load_openai()  # in a thread, while the sandbox boots: the rebuild comes first
         recorder, printer = _recording(read, notary, out, session_id, fork, todo)
         install = await _reinstall(args, sandbox, todo)
         rebuilt = await rebuild(todo, sandbox, store)

@@ -14,6 +14,8 @@ message, usage and finish reason (server-sent events for a streamed one). Errors
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import json
 import os
 import platform
@@ -28,6 +30,9 @@ except ImportError:  # pragma: no cover - an environment with an older openai
 from ._replies import plain_reply, streamed_reply
 from .chat import ChatModel, Reply, Transport
 from .failures import ConnectionFailure, EndpointFailure, StatusFailure, TimeoutFailure
+
+FIRST_SEND_MODULES = ("anyio._backends._asyncio", "anyio.streams.stapled", "encodings.idna")
+"""What the client imports during its first request (``prepare`` imports them ahead)."""
 
 LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
 """``openai``'s own connection limits."""
@@ -167,17 +172,31 @@ class HttpTransport:
         self.timeout = timeout
         self._headers = openai_headers(key, timeout)
         self._clients: dict[int, tuple[asyncio.AbstractEventLoop, Any]] = {}
+        self._spare: Any = None
+
+    def prepare(self) -> None:
+        """Make a client now, for the first event loop that sends: its TLS context loads
+        the certificate store (a tenth of a second or more), which a thread can do while
+        the event loop gets on with the rest. The modules its first request would import
+        (the client's asyncio backend) are imported here too."""
+        self._spare = self._new_client()
+        for name in FIRST_SEND_MODULES:
+            with contextlib.suppress(ImportError):
+                importlib.import_module(name)
+
+    def _new_client(self) -> Any:
+        return httpx.AsyncClient(
+            base_url=self.base_url + "/",
+            timeout=httpx.Timeout(self.timeout),
+            limits=LIMITS,
+            follow_redirects=True,
+        )
 
     def _client(self) -> Any:
         loop = asyncio.get_running_loop()
         entry = self._clients.get(id(loop))
         if entry is None or entry[0] is not loop:
-            client = httpx.AsyncClient(
-                base_url=self.base_url + "/",
-                timeout=httpx.Timeout(self.timeout),
-                limits=LIMITS,
-                follow_redirects=True,
-            )
+            client, self._spare = self._spare or self._new_client(), None
             entry = (loop, client)
             self._clients = {k: v for k, v in self._clients.items() if not v[0].is_closed()}
             self._clients[id(loop)] = entry
