@@ -207,9 +207,11 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _mcp(args: argparse.Namespace) -> int:
-    try:
-        import mcp.server  # noqa: F401
-    except ImportError:
+    """``codeagent mcp``; the SDK is looked for, not imported: its import (two seconds)
+    comes while the sandbox starts."""
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
         raise CodeAgentError(
             "codeagent mcp needs the MCP SDK: pip install 'codeagent-jupyter[mcp]'"
         ) from None
