@@ -62,7 +62,8 @@ class EarlyTransport:
         thread has not finished)."""
         if self.openai is not None:
             return self.openai
-        return await asyncio.wrap_future(self._http)
+        # shielded: a request given up while waiting must not cancel the transport itself
+        return await asyncio.shield(asyncio.wrap_future(self._http))
 
     async def send(
         self,
@@ -84,6 +85,8 @@ class EarlyTransport:
 def _prepare_http(
     done: concurrent.futures.Future[Transport], key: str, base_url: str, timeout: float
 ) -> None:
+    if not done.set_running_or_notify_cancel():
+        return
     try:
         from .http_chat import HttpTransport
 
