@@ -54,6 +54,8 @@ from .wiring import (
     snapshot_sink,
 )
 
+MCP_EXTRA = "codeagent-jupyter[mcp]"
+
 UNCONFINED = "its code can then read your files and see your processes"
 """What ``--isolation none`` means, said wherever it is suggested."""
 
@@ -133,14 +135,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    """``codeagent run``: the first model request and the sandbox's start both leave at once.
-
-    Nothing heavy stands before them: the model sends through the HTTP client ``openai``
-    uses (``openai`` itself is imported once the sandbox is up); the signing key (it must
-    exist when the sandbox decides what to hide) and the sandbox's modules are made and
-    imported in a thread that the sandbox's start waits for; the recorder, the printer and
-    the snapshots are made while both are under way, and the events before them are kept
-    and handed to them (``attach_sinks``)."""
+    """``codeagent run``: the first model request and the sandbox's start both leave at once
+    (see docs/architecture.md, "A sandbox that is still starting")."""
     from ..core.bus import EventBus
     from ..core.netlog import NetworkLog
     from ..core.starting import StartingSandbox
@@ -207,14 +203,11 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _mcp(args: argparse.Namespace) -> int:
-    """``codeagent mcp``; the SDK is looked for, not imported: its import (two seconds)
-    comes while the sandbox starts."""
+    """The SDK is looked for, not imported: its import comes while the sandbox starts."""
     import importlib.util
 
     if importlib.util.find_spec("mcp") is None:
-        raise CodeAgentError(
-            "codeagent mcp needs the MCP SDK: pip install 'codeagent-jupyter[mcp]'"
-        ) from None
+        raise CodeAgentError(f"codeagent mcp needs the MCP SDK: pip install {MCP_EXTRA!r}")
     from . import mcp as mcp_cli
 
     return await mcp_cli.run(args)
