@@ -101,7 +101,9 @@ def _prepare_http(
 def _openai_transport(key: str, base_url: str, timeout: float) -> Transport:
     from .openai_chat import OpenAITransport
 
-    return OpenAITransport(key, base_url, timeout)
+    transport = OpenAITransport(key, base_url, timeout)
+    transport.prepare()
+    return transport
 
 
 class EarlyChatModel(ChatModel):

@@ -45,12 +45,19 @@ class OpenAITransport:
             api_key=key, base_url=base_url, timeout=timeout, max_retries=0
         )
         self._clients: dict[int, tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI]] = {}
+        self._spare: openai.AsyncOpenAI | None = None
+
+    def prepare(self) -> None:
+        """Make a client now (its TLS context loads the certificate store), for the first
+        event loop that sends: called by the thread that imported ``openai``."""
+        self._spare = self._make_client()
 
     def _client(self) -> openai.AsyncOpenAI:
         loop = asyncio.get_running_loop()
         entry = self._clients.get(id(loop))
         if entry is None or entry[0] is not loop:
-            entry = (loop, self._make_client())
+            client, self._spare = self._spare or self._make_client(), None
+            entry = (loop, client)
             self._clients = {k: v for k, v in self._clients.items() if not v[0].is_closed()}
             self._clients[id(loop)] = entry
         return entry[1]
