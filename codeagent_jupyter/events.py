@@ -304,7 +304,9 @@ class NetworkRequest(Event):
     or refused: ``url`` with its query (``host:port`` for an HTTPS tunnel), the ``status``
     the sandbox got, bytes each way, ``sha256`` of the response body (empty for a tunnel:
     its bytes are encrypted) and the ``rule`` that decided (``allow data.example.org``,
-    ``default deny``, ``address refused: …``; a cut at a cap is added to it)."""
+    ``default deny``, ``address refused: …``; a cut at a cap is added to it). For a plain
+    ``GET``: whether its body went into the content store (``stored``, what a replay serves)
+    and the response ``headers`` a replay sends again (``[name, value]`` pairs)."""
 
     type: ClassVar[str] = "network_request"
     method: str = ""
@@ -315,6 +317,8 @@ class NetworkRequest(Event):
     sha256: str = ""
     rule: str = ""
     allowed: bool = False
+    stored: bool = False
+    headers: list[list[str]] = field(default_factory=list)
 
     def summary(self) -> str:
         """One line for people: ``GET http://… 200, 1,024 bytes (allow data.example.org)``,
@@ -323,6 +327,33 @@ class NetworkRequest(Event):
         url = "".join(c if c.isprintable() else repr(c)[1:-1] for c in url)[:300]
         word = f"{self.status}" if self.allowed else f"refused {self.status}"
         return f"{self.method or '?'} {url or '?'} {word}, {self.bytes_down:,} bytes ({self.rule})"
+
+
+@dataclass(frozen=True)
+class NetworkApprovalRequested(Event):
+    """The sandbox asked to reach a host the egress policy does not list (``default: ask``):
+    the request waits for the user. Keyed by ``host`` as the broker checked it (lower case,
+    strict host syntax), never by an id the model or the sandbox chose; ``port``, ``method``
+    and ``rule`` (what made it ask) say what was asked; unanswered after ``timeout_s`` it is
+    denied."""
+
+    type: ClassVar[str] = "network_approval_requested"
+    host: str = ""
+    port: int = 0
+    method: str = ""
+    rule: str = ""
+    timeout_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class NetworkApprovalDecided(Event):
+    """How a waiting network approval ended: ``answer`` is ``once``, ``session`` (the host
+    is allowed until the session ends), ``deny`` (refused for the session), or ``timeout``
+    (nobody answered in time: that request is denied, the next one asks again)."""
+
+    type: ClassVar[str] = "network_approval_decided"
+    host: str = ""
+    answer: str = ""
 
 
 @dataclass(frozen=True)

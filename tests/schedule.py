@@ -32,10 +32,12 @@ LONGEST_FIRST = (
     "tests/packages/test_installer.py",
     "tests/hub/test_classroom.py",
     "tests/cli/test_changes_cli.py",
+    "tests/cli/test_cli_netreplay.py",
     "tests/security/test_install_attacks.py",
     "tests/security/test_disk_lifetime.py",
     "tests/security/test_disk_budget.py",
     "tests/tools/test_delegate_events.py",
+    "tests/packages/test_cli_install.py",
     "tests/packages/test_install_tool.py",
     "tests/cli/test_capable_tools.py",
 )

@@ -247,21 +247,28 @@ def make_sandbox(
     workdir: Path,
     limits: SandboxLimits | None = None,
     on_egress: Any = None,
+    replay: Any = None,
 ) -> Any:
     """An unstarted sandbox from the backend the flags chose (local unless --gateway-url).
 
-    Under ``--network policy`` its broker applies the egress flags and tells ``on_egress``
-    each request (a ``NetworkLog``); the broker runs beside a local kernel only."""
+    Under ``--network policy`` its broker applies the egress flags, tells ``on_egress``
+    each request (a ``NetworkLog``) and keeps complete ``GET`` bodies in the workspace's
+    content store; with ``replay`` (a ``Recording``) it answers from that instead while it
+    plays. The broker runs beside a local kernel only."""
     from ..sandbox.backend import make_backend
 
     kind = "gateway" if args.gateway_url else "local"
     options: dict[str, Any] = {"allow_unconfined": args.isolation == "none"}
-    if getattr(args, "network", "none") == "policy":
+    if getattr(args, "network", "none") == "policy" or replay is not None:
         if kind == "gateway":
             raise ConfigError("--network policy needs a local sandbox (not --gateway-url)")
+        from ..egress import EgressPolicy
+        from ..egress.bodies import BodyStore
         from .egress_ask import terminal_approver
 
-        options.update(egress=egress_policy(args), on_egress=on_egress)
+        policy = egress_policy(args) or EgressPolicy(default="deny")
+        options.update(egress=policy, on_egress=on_egress, egress_replay=replay)
+        options["egress_bodies"] = BodyStore.for_workspace(workdir, policy.store_body_mb)
         options["approve_egress"] = terminal_approver()
     backend = make_backend(kind, args.gateway_url, **options)
     return backend.create(workdir, limits or SandboxLimits())

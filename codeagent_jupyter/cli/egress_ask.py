@@ -11,6 +11,7 @@ answer runs off the event loop, so the kernel and the model go on meanwhile.
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
 from typing import TextIO
 
@@ -25,14 +26,18 @@ class TerminalApprover:
         self.stderr = stderr or sys.stderr
         self._lock = asyncio.Lock()
 
-    async def __call__(self, host: str) -> str | None:
+    async def __call__(self, host: str, *, port: int = 0, method: str = "") -> str | None:
         async with self._lock:
-            return await asyncio.get_running_loop().run_in_executor(None, self._ask, host)
+            ask = functools.partial(self._ask, host, port, method)
+            return await asyncio.get_running_loop().run_in_executor(None, ask)
 
-    def _ask(self, host: str) -> str | None:
+    def _ask(self, host: str, port: int = 0, method: str = "") -> str | None:
         shown = "".join(c if c.isprintable() else "?" for c in host)[:255]
+        shown += f":{port}" if port else ""
+        what = f" ({method[:16]})" if method.isalpha() else ""
         self.stderr.write(
-            f"\nThe sandbox asks to reach {shown}. Allow it? [o]nce / for this [s]ession / [N]o: "
+            f"\nThe sandbox asks to reach {shown}{what}. "
+            "Allow it? [o]nce / for this [s]ession / [N]o: "
         )
         self.stderr.flush()
         line = self.stdin.readline()

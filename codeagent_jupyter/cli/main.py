@@ -153,7 +153,8 @@ async def _run(args: argparse.Namespace) -> int:
     hooks = hook_chain(args.hook, session_id)
     session = CliSession(args, workdir, limits, out, session_id, hooks)
     network = NetworkLog()
-    applied, instructions = read_instructions(workdir)  # before any sandbox code can run
+    folder = Path(args.notebook).parent if args.notebook else None  # its own AGENTS.md too
+    applied, instructions = read_instructions(workdir, folder)  # before sandbox code runs
     if applied:
         warn(f"codeagent: instructions: {', '.join(applied)}")
     model = make_model(model_name, base_url, api_key, settings)
@@ -173,7 +174,13 @@ async def _run(args: argparse.Namespace) -> int:
         bus = EventBus(keep=True)  # keeps what comes before the sinks are attached
         context = build_context(workdir, notebook)
         loop = build_cli_agent(
-            session, model, sandbox, bus, context=context, instructions=instructions
+            session,
+            model,
+            sandbox,
+            bus,
+            context=context,
+            instructions=instructions,
+            instruction_files=applied,
         )
         running = asyncio.ensure_future(drive(loop, [args.prompt]))  # the request leaves
         printer = None
@@ -215,11 +222,14 @@ async def _mcp(args: argparse.Namespace) -> int:
 
 async def _replay_recorded(args: argparse.Namespace) -> int:
     from ..core.assembly import build_agent
+    from ..core.bus import EventBus
+    from ..core.netlog import NetworkLog
     from ..models.replay import ReplayModel
     from ..record.notary import cli_notary
     from ..record.reader import parse_session
     from ..record.recorder import NotebookRecorder, load_session
     from ..tools import ToolBox
+    from .netreplay import limits_with, recording_for, say_replayed
     from .terminal import make_printer
     from .trust import read_session_file, signing
 
@@ -238,8 +248,11 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
     label = f"recorded turns of {session.model}" if session.model else "recorded turns"
     model = ReplayModel(_flat_turns(session.turns), name=label, base_url="")
     limits = limits_from(args).tightened_by(session.notebook.metadata["codeagent"].get("limits"))
+    recording = recording_for(args, session.notebook, workdir)
+    limits = limits_with(limits, recording)
     read.say_if_unsigned()
-    async with make_sandbox(args, workdir, limits) as sandbox:
+    network = NetworkLog()
+    async with make_sandbox(args, workdir, limits, network, recording) as sandbox:
         announce(sandbox)
         recorder = NotebookRecorder(out, on_saved=signing(notary))
         printer = make_printer(answer_on=sys.stdout)
@@ -251,17 +264,21 @@ async def _replay_recorded(args: argparse.Namespace) -> int:
 
             await install.restore(recorded_packages(session.notebook))
             tools.append(install)
-        loop = build_agent(model, sandbox, sinks, AgentConfig(), tools=tools)
+        bus = EventBus([s.emit for s in sinks], keep=False)
+        network.attach(bus)
+        loop = build_agent(model, sandbox, bus, AgentConfig(), tools=tools)
         try:
             finished = await drive(loop, list(session.prompts))
         finally:
             printer.close()
+    say_replayed(recording)
     return report(finished, out)
 
 
 async def _reexecute(args: argparse.Namespace) -> int:
     from ..record.notary import cli_notary
     from ..record.reexecute import reexecute
+    from .netreplay import limits_with, recording_for, say_replayed
     from .trust import parse_notebook, read_session_file
 
     read = read_session_file(args.session, cli_notary())
@@ -269,10 +286,13 @@ async def _reexecute(args: argparse.Namespace) -> int:
     workdir = existing_workdir(args.workdir)
     meta = notebook.metadata.get("codeagent")
     recorded = meta.get("limits") if isinstance(meta, dict) else None
+    recording = recording_for(args, notebook, workdir)  # the fetches, served offline
+    limits = limits_with(limits_from(args).tightened_by(recorded), recording)
     read.say_if_unsigned()
-    async with make_sandbox(args, workdir, limits_from(args).tightened_by(recorded)) as sandbox:
+    async with make_sandbox(args, workdir, limits, replay=recording) as sandbox:
         announce(sandbox)
         checks = await reexecute(notebook, sandbox)
+    say_replayed(recording)
     for check in checks:
         verdict = "match" if check.matched else f"MISMATCH: {check.detail}"
         say(f"cell {check.index} (step {check.step}): {verdict}")

@@ -3,11 +3,12 @@
 A new sandbox (local, or on ``--gateway-url``) working in ``--workdir`` or the current
 folder gets the workspace of the session's last step (or of step N) from that folder's
 snapshot store (or ``--snapshots-from``'s), the successful cells are run again to rebuild
-the kernel, the model gets the whole earlier conversation, and the run continues with
-PROMPT. The notebook is data: its limits may only tighten this command's, and the folder it
-names is never adopted (``cli_trust``). Without ``--from-step`` and ``--out`` the session's
-own notebook grows by a run; with either, a new notebook is written whose metadata names its
-parent (``metadata.codeagent.parent``): a fork, history cut at step N.
+the kernel (their fetches answered from the session's recording, ``netreplay.py``), the
+model gets the whole earlier conversation, and the run continues with PROMPT. The notebook
+is data: its limits may only tighten this command's, and the folder it names is never
+adopted (``cli_trust``). Without ``--from-step`` and ``--out`` the session's own notebook
+grows by a run; with either, a new notebook is written whose metadata names its parent
+(``metadata.codeagent.parent``): a fork, history cut at step N.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ async def run(args: argparse.Namespace) -> int:
     """``codeagent resume``: the sandbox starts first; the notebook, the model and the
     recorder are readied while it boots; the rebuild runs once it is up."""
     from ..core.bus import EventBus
-    from ..core.instructions import recorded_instructions
+    from ..core.instructions import recorded_instruction_files, recorded_instructions
     from ..core.netlog import NetworkLog
     from ..core.starting import StartingSandbox
     from ..models.settings import resolve_settings
@@ -108,6 +109,7 @@ async def run(args: argparse.Namespace) -> int:
     from ..record.resume import plan
     from ..record.snapshots import SnapshotStore
     from . import args as cli_args
+    from .netreplay import limits_with, recording_for, say_replayed
     from .trust import read_session_file, workspace
     from .wiring import (
         CliSession,
@@ -137,16 +139,22 @@ async def run(args: argparse.Namespace) -> int:
     # The workspace's own store, or the one this command line names; never a notebook's.
     source = workdir if args.snapshots_from is None else args.snapshots_from
     store = SnapshotStore.for_workspace(cli_args.existing_workdir(source))
+    recording = recording_for(args, todo.notebook, cli_args.existing_workdir(source))
+    limits = limits_with(limits, recording)
     hooks = hook_chain(args.hook, session_id if fork else todo.session_id)
     read.say_if_unsigned()
     network = NetworkLog()
-    unstarted = cli_args.make_sandbox(args, workdir, limits, on_egress=network)
+    unstarted = cli_args.make_sandbox(args, workdir, limits, network, recording)
     async with StartingSandbox(unstarted, on_ready=cli_args.announce) as sandbox:
         model = make_model(model_name, base_url, api_key, settings)
         model.load_openai()  # in a thread, while the sandbox boots: the rebuild comes first
         recorder, printer = _recording(read, notary, out, session_id, fork, todo)
         install = await _reinstall(args, sandbox, todo)
         rebuilt = await rebuild(todo, sandbox, store)
+        if recording is not None:
+            say_replayed(recording)
+            if args.network == "policy":
+                recording.stop()  # the new run reaches the network under the policy
         meta = recorder.notebook.metadata["codeagent"]
         meta.setdefault("restores", []).append(rebuilt.to_dict())
         changes = changes_sink(workdir, recorder)
@@ -161,6 +169,11 @@ async def run(args: argparse.Namespace) -> int:
         history = [*todo.messages, {"role": "user", "content": rebuilt.note_for_model()}]
         runs = len(meta.get("runs", []))
         instructions = recorded_instructions(todo.notebook)  # never the workspace's now
+        kept = recorded_instruction_files(todo.notebook)
+        if kept:
+            from .output import warn
+
+            warn(f"codeagent: instructions (as recorded): {', '.join(kept)}")
         loop = build_cli_agent(
             cli,
             model,
@@ -170,6 +183,7 @@ async def run(args: argparse.Namespace) -> int:
             run_index=runs,
             earlier=recorder.notebook,
             instructions=instructions,
+            instruction_files=kept,
         )
         try:
             finished = await drive(loop, [args.prompt])

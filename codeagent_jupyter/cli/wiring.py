@@ -83,6 +83,7 @@ def build_cli_agent(
     run_index: int = 0,
     earlier: Any = None,
     instructions: str = "",
+    instruction_files: Sequence[str] = (),
 ) -> Any:
     """The CLI's one assembly of a session's agent (``run`` and ``resume``): the standard
     tools on ``sandbox`` (still starting, for ``run``), ``delegate`` with ``--delegate N``,
@@ -98,6 +99,8 @@ def build_cli_agent(
         vision=s.args.vision,
         instructions=instructions,
     )
+    if instruction_files:  # recorded with the run: a resume names what it keeps
+        config.extra_context["instruction_files"] = list(instruction_files)
     tools: list[Any] = [ToolBox(sandbox, s.workdir, vision=config.sees(model.name))]
     if s.args.delegate > 0:
         tools.append(_helper_tool(s, model, earlier))
@@ -118,8 +121,9 @@ def build_cli_agent(
 
 
 def install_tool(args: argparse.Namespace, sandbox: Any) -> Any:
-    """``install_packages`` for ``--allow-install`` (None without it)."""
-    from .args import install_policy
+    """``install_packages`` for ``--allow-install`` (None without it); under ``--network
+    policy`` pip reaches the index through a broker that lets through its hosts only."""
+    from .args import egress_policy, install_policy
 
     policy = install_policy(args)
     if policy is None:
@@ -127,7 +131,12 @@ def install_tool(args: argparse.Namespace, sandbox: Any) -> Any:
     from ..packages.installer import Installer
     from ..tools.install import InstallTool
 
-    return InstallTool(sandbox, Installer(policy), approval=policy.approval)
+    door = None
+    if getattr(args, "network", "none") == "policy":
+        from ..egress.index_door import index_door
+
+        door = index_door(policy.sources, egress_policy(args))
+    return InstallTool(sandbox, Installer(policy, door=door), approval=policy.approval)
 
 
 def _helper_tool(s: CliSession, model: Any, earlier: Any) -> Any:

@@ -1,4 +1,5 @@
-"""Project instructions: ``AGENTS.md`` and ``.codeagent/instructions.md`` at the workspace root.
+"""Project instructions: ``AGENTS.md`` and ``.codeagent/instructions.md`` at the workspace
+root, then in the notebook's folder when that is another folder beneath it.
 
 A team writes what every request should assume ("our fiscal year starts in April", "use
 polars") once, in the file other agents read. The text goes into the system message, read
@@ -7,7 +8,10 @@ the provider's prompt cache holds; it is recorded with the run's config (``Agent
 .instructions``).
 
 The workspace is also where sandbox code writes, so the files are read through the confined
-workspace (no symlinks, regular files only, never blocking) and bounded in size.
+workspace (no symlinks, regular files only, never blocking) and bounded in size. Which files
+apply is said where the user looks (the CLI's first lines, the panel's header) as paths
+relative to the root with their sizes, and recorded with the run (``config.extra_context
+.instruction_files``), so a resume or fork names what it keeps.
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ MAX_CHARS = 8_000
 """Characters of one file placed in the system message; the rest is said to be cut."""
 MAX_BYTES = 256_000
 """A file larger than this is not read at all."""
+HEAD = (
+    "## Project instructions\nThe user's project gives these instructions; follow them "
+    "unless the request says otherwise."
+)
 
 
 def _below(root: Path, folder: str) -> Workspace:
@@ -39,38 +47,64 @@ def _below(root: Path, folder: str) -> Workspace:
     return Workspace(root / folder)
 
 
-def read_instructions(workdir: Path) -> tuple[list[str], str]:
-    """The instruction files that apply (names, or ``name (not read: why)``) and the text
-    for the system message ("" when there are none)."""
+def _folders(root: Path, folder: Path | None) -> list[tuple[Path, str]]:
+    """``(folder, prefix)`` to read, the root's first; the notebook's folder only when it
+    is another folder beneath the root (its files named relative to the root)."""
+    found = [(root, "")]
+    if folder is not None:
+        there = Path(folder).resolve()
+        if there != root and there.is_relative_to(root):
+            found.append((there, there.relative_to(root).as_posix() + "/"))
+    return found
+
+
+def read_instructions(workdir: Path, folder: Path | None = None) -> tuple[list[str], str]:
+    """The instruction files that apply (``path (N bytes)``, or ``path (not read: why)``),
+    and the text for the system message ("" when there are none): those at ``workdir`` (the
+    workspace root), then those of the notebook's ``folder`` beneath it."""
     root = Path(workdir).resolve()
     named: list[str] = []
     blocks: list[str] = []
-    for name in FILES:
-        folder, _, leaf = name.rpartition("/")
-        try:
-            data = _below(root, folder).read_bytes(leaf, MAX_BYTES)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        except TooLargeError as e:
-            named.append(f"{name} (not read: {e.size} bytes, over {MAX_BYTES})")
-            continue
-        except (ConfinementError, OSError) as e:
-            named.append(f"{name} (not read: {e})")
-            continue
-        text = data.decode("utf-8", "replace").strip()
-        if not text:
-            continue
-        if len(text) > MAX_CHARS:
-            text = text[:MAX_CHARS] + f"\n[… cut: {name} has {len(text):,} characters]"
-        named.append(name)
-        blocks.append(f"### {name}\n{text}")
+    for base, prefix in _folders(root, folder):
+        for name in FILES:
+            shown = prefix + name
+            sub, _, leaf = name.rpartition("/")
+            try:
+                data = _below(base, sub).read_bytes(leaf, MAX_BYTES)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except TooLargeError as e:
+                named.append(f"{shown} (not read: {e.size} bytes, over {MAX_BYTES})")
+                continue
+            except (ConfinementError, OSError) as e:
+                named.append(f"{shown} (not read: {e})")
+                continue
+            text = data.decode("utf-8", "replace").strip()
+            if not text:
+                continue
+            if len(text) > MAX_CHARS:
+                text = text[:MAX_CHARS] + f"\n[… cut: {shown} has {len(text):,} characters]"
+            named.append(f"{shown} ({len(data):,} bytes)")
+            blocks.append(f"### {shown}\n{text}")
     if not blocks:
         return named, ""
-    head = (
-        "## Project instructions\nThe user's project gives these instructions; follow them "
-        "unless the request says otherwise."
-    )
-    return named, "\n\n".join([head, *blocks])
+    return named, "\n\n".join([HEAD, *blocks])
+
+
+CLASS_NAME = "class instructions"
+"""How the instructions of a class's policy are named beside the files."""
+
+
+def with_class_instructions(given: str, named: list[str], text: str) -> tuple[list[str], str]:
+    """``read_instructions``' result with a class's instructions (a hub policy's, already
+    bounded) placed first: the class sets the frame, the project's files follow."""
+    given = given.strip()
+    if not given:
+        return named, text
+    blocks = text.removeprefix(HEAD).strip()
+    size = len(given.encode())
+    merged = "\n\n".join(x for x in [HEAD, f"### {CLASS_NAME}\n{given}", blocks] if x)
+    return [f"{CLASS_NAME} ({size:,} bytes)", *named], merged
 
 
 def recorded_instructions(notebook: Any) -> str:
@@ -80,3 +114,12 @@ def recorded_instructions(notebook: Any) -> str:
     meta = (getattr(notebook, "metadata", None) or {}).get("codeagent") or {}
     value = (meta.get("config") or {}).get("instructions", "")
     return value if isinstance(value, str) else ""
+
+
+def recorded_instruction_files(notebook: Any) -> list[str]:
+    """The instruction files a session notebook's runs were given (``read_instructions``'
+    names, recorded in the config's ``extra_context``); [] for older notebooks."""
+    meta = (getattr(notebook, "metadata", None) or {}).get("codeagent") or {}
+    extra = (meta.get("config") or {}).get("extra_context") or {}
+    value = extra.get("instruction_files") if isinstance(extra, dict) else None
+    return [str(v) for v in value if isinstance(v, str)][:20] if isinstance(value, list) else []

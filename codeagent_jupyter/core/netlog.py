@@ -42,4 +42,15 @@ class NetworkLog:
             bus.publish(ev.NetworkRequest, **fields)
 
 
-_FIELDS = ("method", "url", "status", "bytes_up", "bytes_down", "sha256", "rule", "allowed")
+_FIELDS = (
+    "method",
+    "url",
+    "status",
+    "bytes_up",
+    "bytes_down",
+    "sha256",
+    "rule",
+    "allowed",
+    "stored",
+    "headers",
+)

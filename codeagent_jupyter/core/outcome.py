@@ -78,20 +78,25 @@ class ToolOutcome:
         *,
         image_hint: str = "",
         hint: Hint | None = None,
+        source: bool = False,
         workspace: str | None = None,
     ) -> ToolOutcome:
         """An execution's outcome, its model text rendered from the outputs (not ``res.text``,
         which the sandbox bounds for its own callers) within ``limit`` characters;
         ``image_hint`` follows each image's placeholder (shown below, or what to do instead).
         Output too long is cut between lines, the cut naming the hidden lines and how to see
-        them: ``hint(first, last)`` (a ``read_file`` call for a file listing), or a slice.
+        them: ``hint(first, last)`` (a ``read_file`` call for a file listing), or a slice;
+        a Python ``source`` listing is cut at definition boundaries where it can be.
         Frames of files in ``workspace`` show paths relative to it.
 
         A failed cell starts with ``[cell status: …, after 1.2 s. note]``; a cell that
         succeeded ends with ``[ran 1.2 s. note]``: the note appears once either way.
         """
         body = render_outputs(res.outputs, image_hint=image_hint)
-        body = elide_lines(clean_model_text(body, workspace), limit, hint) or "(no output)"
+        body = (
+            elide_lines(clean_model_text(body, workspace), limit, hint, source=source)
+            or "(no output)"
+        )
         took = _seconds(res.duration_s)
         note = f". {res.note}" if res.note else ""
         if res.status != "ok":

@@ -10,8 +10,12 @@ re-resolving a name, following redirects).
 Every request, allowed or refused, is reported once to ``on_request`` as a dict with
 ``method``, ``url``, ``status``, ``bytes_up``, ``bytes_down``, ``sha256`` (of the response
 body; empty for a tunnel, whose bytes are encrypted), ``rule`` and ``allowed`` (the
-policy let it through; a cut at a cap is said in ``rule``). Refusals reach the
-sandbox as an HTTP status with one line saying which rule.
+policy let it through; a cut at a cap is said in ``rule``), and for a plain ``GET`` the
+``headers`` a replay needs and whether the body went into the content store (``stored``).
+Refusals reach the sandbox as an HTTP status with one line saying which rule.
+
+With a ``Recording`` (``replay.py``) the broker answers from it instead, and reaches no
+network at all while the recording is playing.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ from typing import Any
 
 from . import http1
 from .addresses import networks, refusal, resolve
+from .bodies import BodyStore
 from .policy import Approver, EgressPolicy, Verdict
 from .relay import CHUNK, MIB, Refused, Relaying, answer
+from .replay import Recording
 
 log = logging.getLogger(__name__)
 OnRequest = Callable[[dict[str, Any]], None]
@@ -41,7 +47,11 @@ class Broker(Relaying):
 
     ``head_timeout``: seconds a client has to send its request head (a slow client is
     answered 408); ``idle_timeout``: seconds a transfer may stall either way before it is
-    cut; at most ``max_connections`` at once (more are answered 503).
+    cut; at most ``max_connections`` at once (more are answered 503); ``ask_timeout``:
+    seconds a question to ``approve`` waits before the request is denied (by default the
+    policy's ``ask_timeout_s``); ``bodies``: the content store complete ``GET`` bodies are
+    written to; ``replay``: a recording to answer from instead of the network, as long as
+    it is playing.
     """
 
     def __init__(
@@ -55,9 +65,13 @@ class Broker(Relaying):
         idle_timeout: float = 30.0,
         connect_timeout: float = 10.0,
         max_connections: int = 32,
-        ask_timeout: float = 300.0,
+        ask_timeout: float | None = None,
+        bodies: BodyStore | None = None,
+        replay: Recording | None = None,
     ) -> None:
         self.policy = policy
+        self.bodies = bodies
+        self.replay = replay
         self.path = Path(path)
         self.on_request = on_request
         self.approve = approve
@@ -65,7 +79,8 @@ class Broker(Relaying):
         self.idle_timeout = idle_timeout
         self.connect_timeout = connect_timeout
         self.max_connections = max_connections
-        self.ask_timeout = ask_timeout
+        self.ask_timeout = policy.ask_timeout_s if ask_timeout is None else ask_timeout
+        """Seconds a ``default: ask`` question waits (the policy's ``ask_timeout_s``)."""
         self._answers: dict[str, Verdict] = {}
         """Answers given "for this session" (and denials), by host name."""
         self._asking = asyncio.Lock()
@@ -86,6 +101,15 @@ class Broker(Relaying):
         )
         os.chmod(self.path, 0o600)
 
+    async def start_tcp(self) -> int:
+        """Listen on a free port of 127.0.0.1 instead (for a program on the host that
+        takes an HTTP proxy URL only: pip); the port."""
+        self._server = await asyncio.start_server(
+            self._serve, host="127.0.0.1", port=0, limit=http1.MAX_HEAD
+        )
+        self.path = Path()
+        return int(self._server.sockets[0].getsockname()[1])
+
     async def close(self) -> None:
         """Stop listening and cut every open connection."""
         if self._server is not None:
@@ -93,8 +117,9 @@ class Broker(Relaying):
             self._server = None
         for task in list(self._tasks):
             task.cancel()
-        with contextlib.suppress(OSError):
-            self.path.unlink()
+        if self.path != Path():
+            with contextlib.suppress(OSError):
+                self.path.unlink()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -133,10 +158,16 @@ class Broker(Relaying):
         except http1.BadRequest as e:
             return await self._refuse(writer, record, e.status, e.reason)
         record.update(method=request.method, url=request.url)
+        if self.replay is not None and self.replay.playing:
+            try:
+                await self.replay.answer(request, writer, record)
+            finally:
+                self._report(record)
+            return
         try:
             verdict = self.policy.decide(request.host, request.port, request.method)
             if verdict.ask:
-                verdict = await self._asked(request.host, verdict)
+                verdict = await self._asked(request.host, verdict, request.port, request.method)
             if not verdict.allowed:
                 raise Refused(verdict.status, verdict.rule)
             self._spend_token()
@@ -157,7 +188,7 @@ class Broker(Relaying):
             up_writer.close()
             self._report(record)
 
-    async def _asked(self, host: str, verdict: Verdict) -> Verdict:
+    async def _asked(self, host: str, verdict: Verdict, port: int, method: str) -> Verdict:
         """The user's answer for ``host`` (remembered for the session when they say so);
         one question at a time; no approver, no answer in time: the verdict as it was."""
         host = host.lower().rstrip(".")
@@ -169,9 +200,12 @@ class Broker(Relaying):
             if host in self._answers:
                 return self._answers[host]
             try:
-                answer = await asyncio.wait_for(self.approve(host), self.ask_timeout)
+                answer = await asyncio.wait_for(
+                    self.approve(host, port=port, method=method), self.ask_timeout
+                )
             except TimeoutError:
-                return Verdict(False, f"default ask: no answer about {host} in time", 403)
+                waited = f"{self.ask_timeout:g} s"
+                return Verdict(False, f"default ask: no answer about {host} within {waited}", 403)
         if answer == "once":
             return Verdict(True, f"approved {host} once")
         if answer == "session":

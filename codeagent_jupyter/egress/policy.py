@@ -6,11 +6,13 @@ Read from ``--allow-domain``/``--egress-policy FILE`` (JSON) on the CLI and from
     {"allow": ["data.example.org", "*.githubusercontent.com"], "deny": ["*.internal"],
      "default": "ask", "methods": ["GET", "HEAD"], "ports": [80, 443],
      "max_response_mb": 64, "max_session_mb": 512, "rate_per_minute": 600,
-     "allow_ranges": ["10.20.0.0/16"]}
+     "allow_ranges": ["10.20.0.0/16"], "ask_timeout_s": 300,
+     "store_body_mb": 16}
 
 A host matches ``example.org`` exactly, ``*.example.org`` for any name below it, ``*`` for
 any. ``deny`` wins over ``allow``; an unlisted host gets ``default``: ``deny``, or ``ask``,
-which a run with nobody to ask denies with that reason. Each verdict names its rule, so a
+which a run with nobody to ask denies with that reason (and a question nobody answers
+within ``ask_timeout_s`` is denied, saying so). Each verdict names its rule, so a
 refusal tells the code in the sandbox (and the person reading the session) why.
 """
 
@@ -41,12 +43,15 @@ _KEYS = {
     "rate_per_minute",
     "allow_ranges",
     "hosts",
+    "ask_timeout_s",
+    "store_body_mb",
 }
 
-Approver = Callable[[str], Awaitable["str | None"]]
-"""Asked about an unlisted host under ``default: ask``: ``"once"``, ``"session"`` (allowed
-until the sandbox ends), ``"deny"``, or None when nobody could answer. Keyed by the host
-the request names, as the broker checked it: never by anything the model chose."""
+Approver = Callable[..., Awaitable["str | None"]]
+"""Asked about an unlisted host under ``default: ask`` as ``approve(host, port=…,
+method=…)``: ``"once"``, ``"session"`` (allowed until the sandbox ends), ``"deny"``, or
+None when nobody could answer. Keyed by the host the request names, as the broker checked
+it: never by anything the model chose."""
 
 
 class PolicyError(ValueError):
@@ -80,6 +85,10 @@ class EgressPolicy:
     max_session_mb: float = 512.0
     rate_per_minute: int = 600
     allow_ranges: tuple[str, ...] = ()
+    ask_timeout_s: float = 300.0
+    """How long a ``default: ask`` question waits for the user before it is denied."""
+    store_body_mb: float = 16.0
+    """The largest ``GET`` body kept in the content store for replays (0: none kept)."""
     hosts: Mapping[str, str] = field(default_factory=dict)
     """Names pinned to addresses before any lookup. For tests (a test host name on
     loopback, with ``allow_ranges`` opening it); empty unless a policy sets it."""
@@ -97,11 +106,15 @@ class EgressPolicy:
         for port in self.ports:
             if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
                 raise PolicyError(f"egress ports: {port!r} is not a port")
-        for name in ("max_response_mb", "max_session_mb", "rate_per_minute"):
+        for name in ("max_response_mb", "max_session_mb", "rate_per_minute", "ask_timeout_s"):
             value = getattr(self, name)
             bad = isinstance(value, bool) or not isinstance(value, (int, float))
             if bad or not math.isfinite(value) or value <= 0:
                 raise PolicyError(f"egress {name} must be a positive number")
+        value = self.store_body_mb
+        bad = isinstance(value, bool) or not isinstance(value, (int, float))
+        if bad or not math.isfinite(value) or value < 0:
+            raise PolicyError("egress store_body_mb must be a number, 0 or more")
         try:
             networks(self.allow_ranges)
         except (TypeError, ValueError) as e:

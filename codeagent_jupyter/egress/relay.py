@@ -3,8 +3,10 @@
 ``Relaying`` is the half of ``Broker`` that moves bytes once the decision is made: the
 request upstream as HTTP/1.0 with ``Connection: close``, the response back with its body
 hashed and cut at ``max_response_mb``, or a tunnel's bytes both ways uninspected; every
-byte counted against the session, every read and write against the idle timeout. It
-expects ``policy``, ``idle_timeout`` and ``session_bytes`` on the object (``Broker``).
+byte counted against the session, every read and write against the idle timeout. A
+complete ``GET`` body also goes into ``bodies`` (the content store, when there is one) as
+it passes, with the response headers a replay needs kept in the record. It expects
+``policy``, ``idle_timeout``, ``session_bytes`` and ``bodies`` on the object (``Broker``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import hashlib
 from typing import Any
 
 from . import http1
+from .bodies import BodyStore, BodyWriter
 from .policy import EgressPolicy
 
 MIB = 1024 * 1024
@@ -47,6 +50,7 @@ class Relaying:
     policy: EgressPolicy
     idle_timeout: float
     session_bytes: int
+    bodies: BodyStore | None
 
     async def _forward(
         self,
@@ -77,24 +81,42 @@ class Relaying:
             up_writer.write(chunk)
             await self._drain(up_writer)
         try:
-            answer = await asyncio.wait_for(up_reader.readuntil(b"\r\n\r\n"), self.idle_timeout)
+            head = await asyncio.wait_for(up_reader.readuntil(b"\r\n\r\n"), self.idle_timeout)
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             await answer(writer, 502, f"no valid response from {request.host}")
             record.update(status=502, rule=record["rule"] + "; no valid response upstream")
             return
-        status, expected = response_shape(answer, request.method)
+        status, expected = response_shape(head, request.method)
         record["status"] = status
-        answer = closing(answer)
-        writer.write(answer)
-        record["bytes_down"] = len(answer)
+        record["headers"] = replay_headers(head)
+        head = closing(head)
+        writer.write(head)
+        record["bytes_down"] = len(head)
+        keep = self.bodies.writer() if self.bodies and request.method == "GET" else None
+        try:
+            await self._body(up_reader, writer, expected, record, keep)
+        finally:
+            if keep is not None and not record.get("stored"):
+                keep.discard()  # cut, too large, or the client went away: nothing stays
+
+    async def _body(
+        self,
+        up_reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        expected: int | None,
+        record: dict[str, Any],
+        keep: BodyWriter | None,
+    ) -> None:
+        """The response body back to the client, hashed, capped, and kept when whole."""
         body = hashlib.sha256()
         cap = int(self.policy.max_response_mb * MIB)
-        size = 0
+        size, whole = 0, False
         try:
             while expected is None or size < expected:
                 want = CHUNK if expected is None else min(CHUNK, expected - size)
                 chunk = await self._read(up_reader, want)
                 if not chunk:
+                    whole = expected is None
                     break
                 if size + len(chunk) > cap:
                     chunk = chunk[: cap - size]
@@ -105,13 +127,21 @@ class Relaying:
                     break
                 size += len(chunk)
                 body.update(chunk)
+                if keep is not None:  # a disk write: off the event loop
+                    await asyncio.to_thread(keep.write, chunk)
                 self._count(len(chunk), record)
                 writer.write(chunk)
                 await self._drain(writer)
+            else:
+                whole = True
         except Refused as e:
             record["rule"] += f"; cut: {e.rule}"
         record["bytes_down"] += size
         record["sha256"] = body.hexdigest()
+        if keep is not None:
+            # Only a body the sandbox got whole is kept: a replay serves it as it came.
+            kept = await asyncio.to_thread(keep.finish, record["sha256"]) if whole else None
+            record["stored"] = kept is not None
 
     async def _tunnel(
         self,
@@ -192,6 +222,32 @@ def response_shape(head: bytes, method: str) -> tuple[int, int | None]:
 
 
 _CONNECTION = (b"connection", b"keep-alive", b"proxy-connection")
+REPLAYED_HEADERS = (
+    "content-type",
+    "content-encoding",
+    "transfer-encoding",
+    "content-disposition",
+    "content-language",
+    "last-modified",
+    "etag",
+    "location",
+)
+"""Response headers a replay sends again (with its own ``Content-Length``): what a client
+reads to decode the body or follow a redirect; never cookies or anything about the
+connection."""
+MAX_HEADER_VALUE = 1000
+
+
+def replay_headers(head: bytes) -> list[list[str]]:
+    """The ``REPLAYED_HEADERS`` of a response head, as ``[name, value]`` pairs, bounded."""
+    kept = []
+    for line in head.split(b"\r\n")[1:]:
+        name, colon, value = line.partition(b":")
+        key = name.strip().lower().decode("latin-1")
+        if colon and key in REPLAYED_HEADERS and len(kept) < len(REPLAYED_HEADERS):
+            text = value.strip().decode("latin-1")[:MAX_HEADER_VALUE]
+            kept.append([key, "".join(c for c in text if c.isprintable())])
+    return kept
 
 
 def closing(head: bytes) -> bytes:

@@ -22,7 +22,13 @@ from traitlets import Bool, Dict, Float, Integer, List, TraitError, Unicode, def
 from traitlets.config import Application
 
 from ..util.hardening import make_undumpable
-from .handlers import ChatCompletionsHandler, HealthHandler, ModelsHandler
+from .handlers import (
+    ChatCompletionsHandler,
+    EgressHandler,
+    HealthHandler,
+    InstructionsHandler,
+    ModelsHandler,
+)
 from .ledger import Ledger
 from .policy import PolicyError, PolicyFile
 from .service import Gateway
@@ -152,6 +158,8 @@ class CodeAgentGateway(Application):
         routes: list[Any] = [
             (prefix + "v1/chat/completions", ChatCompletionsHandler, args),
             (prefix + "v1/models", ModelsHandler, args),
+            (prefix + "v1/egress", EgressHandler, args),
+            (prefix + "v1/codeagent/instructions", InstructionsHandler, args),
             (prefix + "health", HealthHandler, args),
             (prefix + r"usage(\.csv)?", UsageHandler, args),
             (prefix + "switch", SwitchHandler, args),

@@ -147,6 +147,24 @@ class ModelsHandler(JsonHandler):
         self.write_json({"object": "list", "data": data})
 
 
+class EgressHandler(JsonHandler):
+    """``GET v1/egress``: the class's egress ceiling (``{"egress": {...} | null}``), read by
+    each student's server at start; a student's token, as for the models."""
+
+    async def get(self) -> None:
+        await self.token_user()
+        self.write_json({"egress": self.gateway.policy.current().egress})
+
+
+class InstructionsHandler(JsonHandler):
+    """``GET v1/codeagent/instructions``: the class instructions (the policy's), for a
+    student's server to place in its agents' system message."""
+
+    async def get(self) -> None:
+        await self.token_user()
+        self.write_json({"instructions": self.gateway.policy.current().instructions})
+
+
 class HealthHandler(JsonHandler):
     """``GET health``: unauthenticated liveness (nothing about users or the provider)."""
 

@@ -13,15 +13,23 @@ raising a quota takes effect on the very next request, without restarting anythi
       "max_concurrent": 2,
       "quota_reset_utc": "00:00",
       "groups": {"exam-room": {"ai_enabled": false}, "tas": {"daily_tokens": 1000000}},
-      "users": {"alice": {"daily_tokens": 50000}}
+      "users": {"alice": {"daily_tokens": 50000}},
+      "egress": {"allow": ["*.opendata.org"], "default": "deny", "methods": ["GET", "CONNECT"]},
+      "instructions": "Cite the course notes by section. Plots need axis labels and units."
     }
 
 Rules (``ai_enabled``, ``allowed_models``, ``daily_tokens``, ``course_tokens``,
 ``max_concurrent``) apply to the class, then to each group the user is in, then to the user.
 Between groups, AI off wins, allowed models add up and limits take the most generous group;
 a user entry replaces whatever the class and groups said. ``allowed_models: []`` allows any
-model; a limit of ``0`` or ``null`` means none. The file is checked against ``SCHEMA`` with
+model; a limit of ``0`` or ``null`` means none. ``instructions`` (at most ``MAX_INSTRUCTIONS``
+characters) are the class's: every student's agent places them in its system message,
+named beside the project's instruction files. The file is checked against ``SCHEMA`` with
 jsonschema; a problem is said in one line that names the setting.
+
+``egress`` (optional; the keys of ``c.CodeAgent.egress``) is the class's ceiling on what the
+students' sandboxes may reach under ``network: policy``: each student's server fetches it at
+start (``GET v1/egress``) and can only narrow it (``egress.ceiling``).
 """
 
 from __future__ import annotations
@@ -34,10 +42,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from ..egress.policy import EgressPolicy
+from ..egress.policy import PolicyError as EgressPolicyError
 from ..util.strict_schema import StrictValidator
 
 RULES = ("ai_enabled", "allowed_models", "daily_tokens", "course_tokens", "max_concurrent")
 _LIMITS = ("daily_tokens", "course_tokens", "max_concurrent")
+MAX_INSTRUCTIONS = 8_000
+"""Characters of class instructions a policy may give (every request carries them)."""
 
 
 class PolicyError(ValueError):
@@ -67,6 +79,9 @@ class Policy:
     reset: tuple[int, int] = (0, 0)
     groups: dict[str, dict[str, Any]] = field(default_factory=dict)
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
+    egress: dict[str, Any] | None = None
+    """The class's egress ceiling (``EgressPolicy`` JSON), or None: none set."""
+    instructions: str = ""
 
     def rules_for(self, user: str, groups: list[str] | tuple[str, ...] = ()) -> Rules:
         rules = self.base
@@ -120,6 +135,8 @@ SCHEMA: dict[str, Any] = {
         "quota_reset_utc": {"type": "string", "pattern": r"^([01]?[0-9]|2[0-3]):[0-5]?[0-9]$"},
         "groups": _TABLE,
         "users": _TABLE,
+        "egress": {"type": ["object", "null"]},  # its keys are checked by EgressPolicy
+        "instructions": {"type": "string", "maxLength": MAX_INSTRUCTIONS},
     },
     "additionalProperties": False,
 }
@@ -131,6 +148,8 @@ _SAYS = {
     "default_model": "must be a model name",
     "groups": "must be an object of name -> settings",
     "users": "must be an object of name -> settings",
+    "egress": "must be an egress policy object",
+    "instructions": f"must be text of at most {MAX_INSTRUCTIONS:,} characters",
 }
 
 
@@ -176,7 +195,22 @@ def parse_policy(raw: Any, where: str = "policy") -> Policy:
         raise PolicyError(_problem(where, raw, min(errors, key=rank)))
     hours, minutes = (int(part) for part in raw.get("quota_reset_utc", "00:00").split(":"))
     groups, users = ({n: _rules(e) for n, e in raw.get(t, {}).items()} for t in ("groups", "users"))
-    return Policy(Rules(**_rules(raw)), raw.get("default_model"), (hours, minutes), groups, users)
+    egress = raw.get("egress")
+    if egress is not None:
+        try:
+            EgressPolicy.from_dict(egress)
+        except EgressPolicyError as e:
+            raise PolicyError(f"{where}: {e}") from None
+    rules = Rules(**_rules(raw))
+    return Policy(
+        rules,
+        raw.get("default_model"),
+        (hours, minutes),
+        groups,
+        users,
+        egress,
+        raw.get("instructions", "").strip(),
+    )
 
 
 class PolicyFile:

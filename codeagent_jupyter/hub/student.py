@@ -3,8 +3,9 @@
 Inside a JupyterHub single-user server the hub provides ``JUPYTERHUB_API_URL`` and the
 server's own ``JUPYTERHUB_API_TOKEN``. If the hub lists the gateway service to that token
 (scope ``read:services!service=NAME``), the gateway's URL becomes the model endpoint and
-the student's own token its key; the class key never comes near the student. Stdlib only
-(no jupyterhub import): this runs in every student's server at start.
+the student's own token its key; the class key never comes near the student. The class's
+egress ceiling comes from the same gateway (``v1/egress``). Stdlib only (no jupyterhub
+import): this runs in every student's server at start.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ class HubGateway:
     base_url: str
     token: str
     default_model: str | None
+    egress: dict[str, Any] | None = None
+    """The class's egress ceiling (``GET v1/egress``); None: the class sets none."""
 
 
 def _get(url: str, token: str, timeout: float) -> Any:
@@ -58,4 +61,41 @@ def find_gateway(
         default = next((m["id"] for m in listed if isinstance(m.get("id"), str)), None)
     except (urllib.error.URLError, OSError, ValueError, AttributeError, TypeError):
         pass  # the gateway answers later; a model name can still come from c.CodeAgent.model
-    return HubGateway(base_url, token, default), f"using the class gateway at {base_url}"
+    egress = class_egress(base_url, token, timeout)
+    return HubGateway(base_url, token, default, egress), f"using the class gateway at {base_url}"
+
+
+DENY_ALL: dict[str, Any] = {"default": "deny"}
+"""The ceiling when the gateway could not say its own: nothing leaves (fail closed)."""
+
+
+def class_egress(base_url: str, token: str, timeout: float) -> dict[str, Any] | None:
+    """The class's egress ceiling; None when the class sets none (or the gateway is older
+    than ``v1/egress``: 404); deny-all when the gateway cannot answer, so a hiccup at
+    start never lets a server run wider than its class."""
+    try:
+        egress = _get(f"{base_url}/egress", token, timeout).get("egress")
+    except urllib.error.HTTPError as e:
+        return None if e.code == 404 else DENY_ALL
+    except (urllib.error.URLError, OSError, ValueError, AttributeError):
+        return DENY_ALL
+    return egress if isinstance(egress, dict) else None if egress is None else DENY_ALL
+
+
+MAX_CLASS_INSTRUCTIONS = 8_000
+"""Characters of class instructions a student's agent places in its system message."""
+
+
+def class_instructions(base_url: str, token: str, timeout: float = 5.0) -> str:
+    """The class instructions the gateway at ``base_url`` gives (the policy's
+    ``instructions``), bounded; "" when there are none or the gateway cannot say (a
+    gateway of an older version, a network failure: sessions still start)."""
+    url = f"{base_url.rstrip('/')}/codeagent/instructions"
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            data = json.loads(response.read(4 * MAX_CLASS_INSTRUCTIONS + 1024))
+    except (urllib.error.URLError, OSError, ValueError):
+        return ""
+    text = data.get("instructions") if isinstance(data, dict) else None
+    return text.strip()[:MAX_CLASS_INSTRUCTIONS] if isinstance(text, str) else ""

@@ -49,8 +49,13 @@ def over_limit(size: int, max_mb: float) -> OverLimit:
     )
 
 
-def client() -> httpx.AsyncClient:
-    """One client per install call (connections reused across its files)."""
+def client(proxy: str | None = None) -> httpx.AsyncClient:
+    """One client per install call (connections reused across its files); with ``proxy``
+    every request goes through it, whatever the environment says."""
+    if proxy is not None:
+        return httpx.AsyncClient(
+            timeout=TIMEOUT, follow_redirects=True, proxy=proxy, trust_env=False
+        )
     return httpx.AsyncClient(timeout=TIMEOUT, follow_redirects=True, trust_env=True)
 
 

@@ -30,6 +30,7 @@ from packaging.utils import canonicalize_name
 from ..errors import ToolError
 from . import fetch, pip
 from .cache import WheelCache, digest
+from .door import Door, Through
 from .identity import check_wheel
 from .pip import PackageError
 from .policy import PackagePolicy, parse_request
@@ -48,11 +49,16 @@ def default_cache_dir() -> Path:
 
 
 class Installer:
-    """Fetches and installs wheels under ``policy`` for the interpreter ``python``."""
+    """Fetches and installs wheels under ``policy`` for the interpreter ``python``;
+    through ``door`` when there is one (a sandbox under ``--network policy``: a broker
+    that lets through the policy's index hosts and nothing else)."""
 
-    def __init__(self, policy: PackagePolicy, *, python: str = sys.executable) -> None:
+    def __init__(
+        self, policy: PackagePolicy, *, python: str = sys.executable, door: Door | None = None
+    ) -> None:
         self.policy = policy
         self.python = python
+        self.through = Through(door)
         self.cache_dir = Path(policy.cache_dir) if policy.cache_dir else default_cache_dir()
         self.cache = WheelCache(self.cache_dir)
 
@@ -74,6 +80,12 @@ class Installer:
             self._allowed(requirement.name)
         requested = {canonicalize_name(r.name) for r in wanted}
         kept = [f"{name}=={version}" for name, version in sorted(installed.items())]
+        async with self.through.call():
+            return await self._plan(wanted, requested, kept, installed)
+
+    async def _plan(
+        self, wanted: list[Any], requested: set[str], kept: list[str], installed: Mapping[str, str]
+    ) -> Plan:
         try:
             entries = await walk([str(r) for r in wanted] + kept, self._pick, self._allowed)
         except PackageError as e:
@@ -100,13 +112,15 @@ class Installer:
         if not wheels:
             return []
         self._cache()
-        files = await restore_files(
-            wheels,
-            self.cache,
-            self.policy,
-            python=self.python,
-            max_file_bytes=self.limit,
-        )
+        async with self.through.call():
+            files = await restore_files(
+                wheels,
+                self.cache,
+                self.policy,
+                python=self.python,
+                max_file_bytes=self.limit,
+                proxy=self.through.proxy,
+            )
         await self._unpack([files[w.name] for w in wheels], overlay)
         return wheels
 
@@ -138,7 +152,11 @@ class Installer:
     async def _pick(self, requirements: list[str]) -> Any:
         """pip's picks for ``requirements`` (names and versions only), bounded by the cap."""
         return await pip.resolve(
-            requirements, self.policy.pip_options(), max_file_bytes=self.limit, python=self.python
+            requirements,
+            self.policy.pip_options(),
+            max_file_bytes=self.limit,
+            python=self.python,
+            proxy=self.through.proxy,
         )
 
     def _cache(self) -> Path:
@@ -190,7 +208,7 @@ class Installer:
 
     async def _fetch_into(self, planned: list[Wheel], staging: Path) -> Plan:
         fetcher = fetch.Fetcher(staging, self._local_roots())
-        async with fetch.client() as http:
+        async with fetch.client(self.through.proxy) as http:
             sizes: dict[str, int] = {}
             listed: dict[str, str] = {}
             pages: dict[tuple[str, str], dict[str, int]] = {}

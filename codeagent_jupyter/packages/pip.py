@@ -72,12 +72,17 @@ async def run_pip(
     python: str = sys.executable,
     timeout: float = TIMEOUT_S,
     max_file_bytes: int = 1 << 40,
+    proxy: str | None = None,
 ) -> str:
     """Run ``pip ARGS`` and return its stdout; ``PackageError`` with pip's reason if it
-    fails. No file pip writes may grow past ``max_file_bytes``."""
+    fails. No file pip writes may grow past ``max_file_bytes``. With ``proxy`` every
+    request goes through it (``--proxy``; no proxy variable of ours can send one around)."""
     with tempfile.TemporaryDirectory(prefix="codeagent-pip-") as cwd:
         env = pip_env()
         env["TMPDIR"] = cwd  # its downloads go away with the folder
+        if proxy is not None:
+            env = {k: v for k, v in env.items() if not k.lower().endswith("_proxy")}
+            args = [*args, "--proxy", proxy]
         process = await asyncio.create_subprocess_exec(
             python,
             "-I",
@@ -123,6 +128,7 @@ async def resolve(
     *,
     max_file_bytes: int,
     python: str = sys.executable,
+    proxy: str | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """The wheel pip picks for each of ``requirements`` (names with versions only; their
     dependencies are not looked at, ``walk`` does that) that the interpreter's environment
@@ -144,6 +150,7 @@ async def resolve(
             ],
             python=python,
             max_file_bytes=max_file_bytes,
+            proxy=proxy,
         )
         data = json.loads(report.read_text(encoding="utf-8"))
     environment = data.get("environment")
@@ -157,6 +164,7 @@ async def download_pinned(
     *,
     max_file_bytes: int,
     python: str = sys.executable,
+    proxy: str | None = None,
 ) -> list[Path]:
     """Download exactly ``(name, version, sha256)`` wheels into ``folder`` in one pip call,
     from the sources in ``options``: pip itself refuses a file whose hash is not the given
@@ -179,5 +187,6 @@ async def download_pinned(
             ],
             python=python,
             max_file_bytes=max_file_bytes,
+            proxy=proxy,
         )
     return sorted(p for p in folder.iterdir() if p.is_file())

@@ -34,6 +34,7 @@ async def restore_files(
     *,
     python: str = sys.executable,
     max_file_bytes: int,
+    proxy: str | None = None,
 ) -> dict[str, Path]:
     """Name -> the verified file (in the cache) of each recorded wheel; ``ToolError`` in
     one line when one cannot be had from the cache or today's sources, or is not what it
@@ -55,7 +56,12 @@ async def restore_files(
         pins = [(w.name, w.version, w.sha256) for w in missing]
         try:
             got = await pip.download_pinned(
-                pins, policy.pip_options(), staging, max_file_bytes=max_file_bytes, python=python
+                pins,
+                policy.pip_options(),
+                staging,
+                max_file_bytes=max_file_bytes,
+                python=python,
+                proxy=proxy,
             )
         except PackageError as e:
             if "HASH" in str(e).upper():

@@ -31,7 +31,8 @@ INTERVAL = 0.4
 """Seconds between two writes of a running session to the chat."""
 
 FINISHED, APPROVAL, ENDED = "finished", "approval", "ended"
-"""Why ``wait`` returned: the run ended, a tool call waits for approval, the stream ended."""
+"""Why ``wait`` returned: the run ended, a tool call (or a host the sandbox asks to reach)
+waits for the user, the stream ended."""
 
 
 class ChatMirror:
@@ -92,6 +93,8 @@ class ChatMirror:
             self._loop.call_soon(self._finish, event.seq)
         elif isinstance(event, ev.ApprovalRequested):
             self._loop.call_soon(self._approval, event.seq)
+        elif isinstance(event, ev.NetworkApprovalRequested):
+            self._loop.call_soon(self._network_ask, event)
         elif self._timer is None:
             self._timer = self._loop.call_later(self._interval, self.flush)
 
@@ -105,6 +108,13 @@ class ChatMirror:
     def _approval(self, seq: int) -> None:
         self.flush()
         self._resolve(lambda after: seq >= after, APPROVAL)
+
+    def _network_ask(self, event: ev.NetworkApprovalRequested) -> None:
+        """The question about a host, as its own message; the reply ends so it is answered."""
+        self.flush()
+        body = render.network_ask_body(event.host, event.port, event.method, event.timeout_s)
+        self._write(f"network-ask-{event.seq}", body)
+        self._resolve(lambda after: event.seq >= after, APPROVAL)
 
     def _ended(self) -> None:
         self.flush()
@@ -128,6 +138,11 @@ class ChatMirror:
                 return FINISHED
         if any(_seq_of(a) >= after for a in self.session.view.pending_approvals):
             self.flush()
+            return APPROVAL
+        if any(
+            isinstance(e, ev.NetworkApprovalRequested) and e.host in self.session.network.pending
+            for e in self.session.bus.since(after)
+        ):
             return APPROVAL
         if self.session.bus.closed and not self.session.busy:
             self.flush()

@@ -32,6 +32,7 @@ from jupyterlab_chat.models import Message, NewMessage
 
 from ..server.errors import ApiError
 from ..server.handlers import owner_for
+from ..server.net_approvals import answer_of
 from ..server.policy import Caller
 from . import render
 from .mirror import APPROVAL, ChatMirror
@@ -125,14 +126,16 @@ class CodeAgentPersona(BasePersona):
         self.set_status("is starting a sandbox...")
         if session is None or asked.kind == NEW or session.deleted:
             notebook = notebook_of(message.attachments, self.chat.get_attachments())
-            session = await manager.create(caller.name, asked.text, notebook_path=notebook)
+            session = await manager.create(  # "@alice" in a chat is a person: left as text
+                caller.name, asked.text, notebook_path=notebook, strict_mentions=False
+            )
             self._remember(caller.name, session.id)
             self.send_message(render.started_body(session.id, session.model))
             await self._follow(session, caller, 0)
             return
         mirror = self._mirror(session)  # before the run starts: the earlier turns are shown
         after = session.bus.next_seq
-        session = await manager.send(session.id, caller, asked.text)
+        session = await manager.send(session.id, caller, asked.text, strict_mentions=False)
         await self._follow(session, caller, after, mirror)
 
     async def _follow(
@@ -153,12 +156,34 @@ class CodeAgentPersona(BasePersona):
 
     async def _decide(self, session: Any, asked: Asked, caller: Caller) -> None:
         pending = session.view.pending_approvals if session is not None else []
+        if asked.host or (not pending and session is not None and session.network.pending):
+            await self._answer_host(session, asked, caller)
+            return
         if not pending:
             self.send_message(render.line("No tool call is waiting for approval."))
             return
         after = session.bus.next_seq
         for item in pending:
             session.decide_approval(item.tool_call_id, asked.kind == APPROVE, asked.remember)
+        await self._follow(session, caller, after)
+
+    async def _answer_host(self, session: Any, asked: Asked, caller: Caller) -> None:
+        """An answer about the host the user named (never whichever host waits now)."""
+        waiting = session.network.pending if session is not None else []
+        host = asked.host
+        if not host:  # a bare "approve" while only a host waits: ask them to name it
+            named = ", ".join(waiting)
+            self.send_message(render.line(f"Name the host to answer: {named}."))
+            return
+        answer = answer_of(asked.kind == APPROVE, asked.remember)
+        after = session.bus.next_seq if session is not None else 0
+        try:
+            if session is None:
+                raise ApiError(404, f"no network approval is waiting for {host!r}")
+            session.network.decide(host, answer)
+        except ApiError as e:
+            self.send_message(render.error_body(e.message, e.status))
+            return
         await self._follow(session, caller, after)
 
     async def _stop(self, session_id: str, caller: Caller) -> bool:

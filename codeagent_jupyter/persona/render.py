@@ -160,6 +160,19 @@ def approval_body(item: ApprovalItem) -> str:
     )
 
 
+def network_ask_body(host: str, port: int, method: str, timeout_s: float) -> str:
+    """The sandbox asks to reach an unlisted host: which, and how to answer here (by the
+    host, so an answer never lands on a question the user did not read)."""
+    name = render.esc(host)
+    what = f"{render.esc(method[:16])} to port {port}" if port else render.esc(method[:16])
+    wait = f" Unanswered in {timeout_s:g} s it is denied." if timeout_s else ""
+    return html_block(
+        f"<b>Network</b>: the sandbox asks to reach <code>{name}</code> ({what}). Reply "
+        f"<code>@codeagent approve {name}</code> (once), <code>@codeagent approve {name} "
+        f"for session</code> or <code>@codeagent deny {name}</code>.{wait}"
+    )
+
+
 def note_body(item: NoteItem) -> str:
     problems = "".join(f"<br/>{render.esc(p)}" for p in item.problems)
     return html_block(f"<i>{render.esc(item.text)}</i>{problems}")
@@ -214,6 +227,10 @@ def help_body() -> str:
         ("@codeagent REQUEST", "run the request in a sandbox; later messages follow up in it"),
         ("@codeagent new REQUEST", "start over in a fresh sandbox"),
         ("@codeagent approve | approve for session | deny", "answer a pending approval"),
+        (
+            "@codeagent approve HOST | approve HOST for session | deny HOST",
+            "answer the sandbox's question about a host",
+        ),
         ("@codeagent stop", "stop the run (the stop button of the chat does the same)"),
     ]
     items = "".join(f"<li><code>{render.esc(a)}</code>: {render.esc(b)}</li>" for a, b in rows)

@@ -22,14 +22,20 @@ class Asked:
     kind: str
     text: str = ""
     remember: str = ""
-    """``"session"`` with ``APPROVE``: allow the tool for the rest of the session."""
+    """``"session"`` with ``APPROVE``: allow the tool (or the host) for the rest of the
+    session."""
+    host: str = ""
+    """For an answer about the network: the host it answers (``approve data.example.org``),
+    named by the user, so an answer never lands on a host they did not read."""
 
 
 def parse(body: str, mention: str) -> Asked:
     """The command in ``body`` once leading ``@mention``s of this persona are taken off.
 
     ``new REQUEST`` starts over; ``stop``, ``approve`` (``approve for session``), ``deny``
-    and ``help`` are commands only as the whole message; anything else is a request.
+    and ``help`` are commands only as the whole message, as are the answers about a host
+    the sandbox asks to reach: ``approve HOST`` (once), ``approve HOST for session``,
+    ``deny HOST``; anything else is a request.
     """
     text = _strip_mentions(body, mention)
     words = text.split()
@@ -43,9 +49,20 @@ def parse(body: str, mention: str) -> Asked:
         return Asked(APPROVE, remember="session" if "session" in whole else "")
     if whole in ("deny", "no", "reject"):
         return Asked(DENY)
+    network = _NETWORK.match(whole)
+    if network:
+        kind = DENY if network["verb"] in ("deny", "block") else APPROVE
+        remember = "session" if network["session"] and kind == APPROVE else ""
+        return Asked(kind, remember=remember, host=network["host"].rstrip("."))
     if first == "new" and len(words) > 1:
         return Asked(NEW, text.split(None, 1)[1].strip())
     return Asked(REQUEST, text)
+
+
+_NETWORK = re.compile(  # a host has a dot (or is an IPv6 literal): "approve it" is a request
+    r"^(?P<verb>approve|allow|deny|block) (?P<host>\[[0-9a-f:.]+\]|[a-z0-9_-]+(\.[a-z0-9_-]+)+\.?)"
+    r"(?P<session> for (the )?session)?$"
+)
 
 
 def _strip_mentions(body: str, mention: str) -> str:

@@ -31,6 +31,7 @@ from typing import Any
 
 from ..errors import CodeAgentError, ConfigError
 from .change_kinds import Described, describe
+from .changes_network import NetworkSummary, network_of
 
 READ_MAX = 1 << 20
 """Bytes of one version of a file read from the store to describe it; larger: sizes only."""
@@ -143,6 +144,8 @@ class ChangeSet:
     notes: list[str] = field(default_factory=list)
     reverted: list[str] = field(default_factory=list)
     """Paths put back by "Revert this file" (their change is gone from ``files``)."""
+    network: NetworkSummary | None = None
+    """The session's requests through its egress broker (whole sessions only; None: none)."""
 
     def summary(self) -> str:
         """``3 files changed: clean.csv (new, 57 rows), report.py (+3 -2), totals.png (new)``
@@ -165,6 +168,7 @@ class ChangeSet:
             "files": [f.to_dict() for f in self.files],
             "notes": self.notes,
             "reverted": self.reverted,
+            "network": self.network.to_dict() if self.network is not None else None,
         }
 
 
@@ -230,6 +234,7 @@ def session_changes(
                 "is not in this change set"
             )
         changes.reverted = [e["revert"] for e in good if isinstance(e.get("revert"), str)]
+        changes.network = network_of(meta)
     else:
         changes.run, changes.step = run, step
         at = [

@@ -4,8 +4,9 @@
 (the recorder has added the answer), it computes the session's change set from its
 snapshots and puts it, as one markdown cell (``changes_text.markdown``), at the end of the
 notebook, replacing the cell an earlier run (or a revert) left, then saves. A session that
-changed no file gets no such cell. The cell carries ``metadata.codeagent.kind ==
-"changes"`` and no step: it is read by people, never re-run, and no event refers to it.
+changed no file and sent no request through its egress broker gets no such cell. The cell
+carries ``metadata.codeagent.kind == "changes"`` and no step: it is read by people, never
+re-run, and no event refers to it.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class ChangesCell:
 def place(notebook: Any, changes: ChangeSet | None) -> None:
     """Drop the notebook's change-set cell and, if files changed, append a fresh one."""
     notebook.cells = [c for c in notebook.cells if not is_changes_cell(c)]
-    if changes is None or not changes.files:
+    if changes is None or not (changes.files or changes.network):
         return
     cell = new_markdown_cell(markdown(changes))
     runs = notebook.metadata.get("codeagent", {}).get("runs") or [{}]

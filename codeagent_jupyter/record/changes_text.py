@@ -69,6 +69,7 @@ def _heading(changes: ChangeSet) -> list[str]:
     if changes.step is not None:
         lines.append(f"Step {changes.step} of run {changes.run}:")
     lines += [f"note: {note}" for note in changes.notes]
+    lines += [changes.network.line()] if changes.network is not None else []
     if changes.reverted:
         lines.append("reverted since: " + ", ".join(changes.reverted))
     return lines
@@ -77,6 +78,8 @@ def _heading(changes: ChangeSet) -> list[str]:
 def markdown(changes: ChangeSet) -> str:
     """The session notebook's last cell: the summary, and each file's diff folded."""
     parts = [f"**Files changed by this session:** {html.escape(changes.summary())}"]
+    if changes.network is not None:
+        parts.append(f"**{html.escape(changes.network.line())}**")
     parts += [f"*{html.escape(note)}*" for note in changes.notes]
     for change in changes.files:
         title = f"<code>{html.escape(change.path)}</code> ({html.escape(change.brief())})"

@@ -43,6 +43,7 @@ import hashlib
 import json
 import stat as stat_mod
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,9 @@ class SnapshotStore:
         self.settings = settings or SnapshotSettings()
         self.fallback = fallback
         self.reclaim = reclaim
+        self.also_counted: Callable[[], int] | None = None
+        """Bytes kept elsewhere that count against the same bound (the server: the
+        owner's fetched bodies, ``server/fetched.py``)."""
         self.blobs = Blobs(self.root / "objects")
         self.refs = Refs(self.root)
         self.full_skips = 0
@@ -140,10 +144,11 @@ class SnapshotStore:
 
     def _room(self, needed: int, keep: set[str]) -> bool:
         """Whether ``needed`` more bytes fit, after asking ``reclaim`` to free the rest."""
-        over = self.stored_bytes() + needed - self.settings.max_store_bytes
+        elsewhere = self.also_counted() if self.also_counted is not None else 0
+        over = self.stored_bytes() + elsewhere + needed - self.settings.max_store_bytes
         if over > 0 and self.reclaim is not None:
             self.reclaim(over, keep)
-            over = self.stored_bytes() + needed - self.settings.max_store_bytes
+            over = self.stored_bytes() + elsewhere + needed - self.settings.max_store_bytes
         return over <= 0
 
     def _previous_files(self, previous: str | None) -> dict[str, Any]:

@@ -13,8 +13,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..egress.bodies import BodyStore
 from ..egress.broker import Broker, OnRequest
 from ..egress.policy import Approver, EgressPolicy
+from ..egress.replay import Recording
 
 EGRESS_DIR_PREFIX = "codeagent-egress-"
 SOCKET_NAME = "egress.sock"
@@ -28,10 +30,16 @@ class EgressLink:
         policy: EgressPolicy,
         on_request: OnRequest | None = None,
         approve: Approver | None = None,
+        bodies: BodyStore | None = None,
+        replay: Recording | None = None,
     ) -> None:
         self.policy = policy
         self.on_request = on_request
         self.approve = approve
+        self.bodies = bodies
+        """The content store complete ``GET`` bodies go into (None: none kept)."""
+        self.replay = replay
+        """A recording to answer from instead of the network while it plays."""
         self.broker: Broker | None = None
         self._folder: Path | None = None
 
@@ -42,11 +50,37 @@ class EgressLink:
         # /tmp rather than a deep TMPDIR: an AF_UNIX path holds 107 bytes at most.
         self._folder = Path(tempfile.mkdtemp(prefix=EGRESS_DIR_PREFIX, dir=_short_tmp()))
         broker = Broker(
-            self.policy, self._folder / SOCKET_NAME, self.on_request, approve=self.approve
+            self.policy,
+            self._folder / SOCKET_NAME,
+            self.on_request,
+            approve=self.approve,
+            bodies=self.bodies,
+            replay=self.replay,
         )
         await broker.start()
         self.broker = broker
         return broker.path
+
+    def set_approver(self, approve: Approver | None) -> None:
+        """Who answers ``default: ask`` from now on: a sandbox made before its session (a
+        pooled one) is given the session's approver once the session exists."""
+        self.approve = approve
+        if self.broker is not None:
+            self.broker.approve = approve
+
+    def keep_bodies(self, bodies: BodyStore) -> None:
+        """Keep complete ``GET`` bodies in ``bodies`` from now on: a pooled sandbox learns
+        its owner (and so its owner's store) only when a session takes it."""
+        self.bodies = bodies
+        if self.broker is not None:
+            self.broker.bodies = bodies
+
+    def play(self, recording: Recording) -> None:
+        """Answer from ``recording`` while it plays (a resume's cells run again), then
+        from the policy again."""
+        self.replay = recording
+        if self.broker is not None:
+            self.broker.replay = recording
 
     async def close(self) -> None:
         """Stop the broker and remove its folder."""

@@ -25,8 +25,10 @@ from jupyter_client.kernelspec import NoSuchKernel
 from ..config import SandboxLimits
 from ..core.netlog import NetworkLog
 from ..core.ports import ExecResult, OutputCallback
+from ..egress.bodies import BodyStore
 from ..egress.broker import OnRequest
 from ..egress.policy import Approver, EgressPolicy
+from ..egress.replay import Recording
 from ..errors import ConfigError, IsolationUnavailable, SandboxError
 from .cells import CellRunner
 from .disk import DiskWatch
@@ -69,6 +71,8 @@ class Sandbox(GuardedKernel, CellRunner):
         egress: EgressPolicy | None = None,
         on_egress: OnRequest | None = None,
         approve_egress: Approver | None = None,
+        egress_bodies: BodyStore | None = None,
+        egress_replay: Recording | None = None,
     ) -> None:
         self.workdir = Path(workdir).resolve()
         if not self.workdir.is_dir():
@@ -86,13 +90,16 @@ class Sandbox(GuardedKernel, CellRunner):
         self.egress: EgressLink | None = None
         """The broker of ``--network policy`` (``limits.egress_broker``): ``egress`` is its
         policy (default: nothing allowed, unlisted hosts asked of ``approve_egress``), and
-        ``on_egress`` receives each request it saw, allowed or denied."""
+        ``on_egress`` receives each request it saw, allowed or denied; ``egress_bodies`` is
+        the content store of fetched bodies, ``egress_replay`` a recording it answers from."""
         self.network_log = NetworkLog() if on_egress is None else None
         """Where the broker's records go when no ``on_egress`` was given (a pooled sandbox
         made before its session): the session ``attach``es its bus to it."""
         if self.limits.egress_broker and not self.limits.network:
             report = on_egress if on_egress is not None else self.network_log
-            self.egress = EgressLink(egress or EgressPolicy(), report, approve_egress)
+            self.egress = EgressLink(
+                egress or EgressPolicy(), report, approve_egress, egress_bodies, egress_replay
+            )
         self.enforcement: dict[str, Any] = {}
         self._km: Any = None
         self._kc: Any = None

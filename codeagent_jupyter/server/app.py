@@ -9,6 +9,7 @@ Settings live on the ``CodeAgent`` configurable so administrators write
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from jupyter_server.extension.application import ExtensionApp
 from ..errors import ConfigError
 from ..util.hardening import make_undumpable
 from .changes import routes as change_routes
+from .class_egress import apply_class_egress
 from .handlers import route_table
 from .installs import routes as install_routes
 from .manager import SessionManager
@@ -54,6 +56,12 @@ class CodeAgentApp(ExtensionApp):
             session_manager=self.serverapp.session_manager,
         )
         self.manager.models.send_session = hub_gateway
+        if hub_gateway:  # the class's instructions, asked for at each session's start
+            from ..hub.student import class_instructions
+
+            self.manager.class_instructions = functools.partial(
+                class_instructions, self.agent_settings.base_url, self.agent_settings.api_key
+            )
         self.manager.load_saved()
         self.settings["codeagent_manager"] = self.manager
         self.mcp_hub, self.mcp_endpoint = self._mcp()
@@ -100,6 +108,8 @@ class CodeAgentApp(ExtensionApp):
             settings.base_url, settings.api_key = gateway.base_url, gateway.token
             if not (settings.model or os.environ.get("CODEAGENT_MODEL")):
                 settings.model = gateway.default_model
+            if gateway.egress is not None:
+                self.log.info("codeagent: %s", apply_class_egress(settings, gateway.egress))
         return gateway is not None
 
     def initialize_handlers(self) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from ..config import SandboxLimits
 from ..core.assembly import build_agent
 from ..core.loop import AgentLoop
+from ..egress.index_door import index_door
 from ..errors import ConfigError
 from ..packages.installer import Installer
 from ..record.snapshots import SnapshotStore
@@ -46,6 +47,7 @@ def build_session_agent(
     run_index: int = 0,
     install: Any = None,
     instructions: str = "",
+    instruction_files: Sequence[str] = (),
 ) -> AgentLoop:
     """The agent of ``session`` on ``sandbox``, recorded by ``recorder`` (already on the
     session's bus). 503 when the administrator's tool hooks are misconfigured. ``install``:
@@ -56,7 +58,9 @@ def build_session_agent(
         config = dataclasses.replace(config, max_steps=max_steps)
     if instructions:  # the workspace's AGENTS.md (``core.instructions``)
         config = dataclasses.replace(config, instructions=instructions)
-    extra = {"owner": session.owner, "notebook_path": session.notebook_path}
+    extra: dict[str, Any] = {"owner": session.owner, "notebook_path": session.notebook_path}
+    if instruction_files:  # named in the panel's header, recorded with the run
+        extra["instruction_files"] = list(instruction_files)
     price = settings.prices.get(model.name)
     if isinstance(price, dict):
         extra["price"] = {k: float(price.get(k, 0)) for k in ("input", "output")}
@@ -102,8 +106,12 @@ def install_tool(manager: Any, sandbox: Any) -> Any:
     policy = manager.settings.package_policy()
     if policy is None:
         return None
+    door = None
+    if getattr(sandbox, "egress", None) is not None:
+        # the sandbox's way out is the broker: pip's to the index is one of its own
+        door = index_door(policy.sources, manager.settings.egress_policy())
     return InstallTool(
-        sandbox, Installer(policy), approval=policy.approval, writable=[manager.root_dir]
+        sandbox, Installer(policy, door=door), approval=policy.approval, writable=[manager.root_dir]
     )
 
 

@@ -37,9 +37,13 @@ def frozen(meta: dict[str, Any]) -> dict[str, Any]:
     """What a change set reads of the notebook's metadata, copied on the event loop so that
     a worker never iterates what the loop is appending to."""
     entries = meta.get("snapshots") or []
+    events = meta.get("events") or []
     return {
         "session_id": meta.get("session_id", ""),
         "snapshots": [dict(e) for e in entries if isinstance(e, dict)],
+        "events": [  # the requests through the egress broker, for the change set's summary
+            dict(e) for e in events if isinstance(e, dict) and e.get("type") == "network_request"
+        ],
     }
 
 

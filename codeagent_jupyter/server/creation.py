@@ -16,6 +16,8 @@ from typing import Any
 from . import lifecycle
 from .assembly import build_session_agent
 from .errors import ApiError
+from .fetched import keep_bodies
+from .mentioning import mentioned, with_mentions
 from .policy import check_max_steps, check_text, session_limits
 from .session import AgentSession
 from .supply import shutdown_quietly
@@ -36,6 +38,7 @@ async def create(
     cells: list[dict[str, Any]] | None = None,
     cells_complete: bool = False,
     title: str = "",
+    strict_mentions: bool = True,
 ) -> AgentSession:
     """Start a session and its first run; returns once the run is under way.
 
@@ -44,10 +47,11 @@ async def create(
     ``uploads`` are ids from ``POST /uploads``, loaded into the sandbox before step 1.
     ``kernel_id`` (the user's kernel) names the notebook through jupyter_server's
     sessions, over ``notebook_path``; ``cells`` are the live notebook's (``livecells``).
-    ``title`` is how the request reads to people (``RunStarted.title``).
+    ``title`` is how the request reads to people (``RunStarted.title``). An @-mention
+    that names nothing is a 400 unless not ``strict_mentions`` (a chat's persons).
     """
     from ..core.context import build_context
-    from ..core.instructions import read_instructions
+    from ..core.instructions import read_instructions, with_class_instructions
     from ..record.recorder import NotebookRecorder
     from ..tools.edit_cell import cells_of, labels_of
 
@@ -59,7 +63,13 @@ async def create(
     workdir = manager.resolver.workdir_for(notebook_path)
     notebook = await manager.resolver.notebook(notebook_path, cells, cells_complete)
     # Read before this session's sandbox exists, off the event loop (confined, bounded).
-    _, instructions = await asyncio.to_thread(read_instructions, workdir)
+    root = manager.resolver.root_dir  # the root's files, then the notebook folder's
+    applied, instructions = await asyncio.to_thread(read_instructions, root, workdir)
+    if manager.class_instructions is not None:  # the class's, before the project's
+        given = await asyncio.to_thread(manager.class_instructions)
+        applied, instructions = with_class_instructions(given, applied, instructions)
+    variables = manager.uploads.names(owner, uploads or [])
+    section = await mentioned(prompt, workdir, notebook, variables, strict=strict_mentions)
     # From here to the registration nothing awaits: the room made is this session's.
     victims = manager.room_for(owner)  # 429 when every open session is busy
     # 404 (or 413 over the disk budget) before any sandbox
@@ -72,6 +82,7 @@ async def create(
         session_id, owner=owner, path=path, notebook_path=notebook_path, model=chosen.name
     )
     session.kernel_id = kernel_id
+    session.variables = variables
     manager.sessions[session_id] = session  # counts against the cap while the kernel starts
     await manager.make_room(victims)
     try:
@@ -89,6 +100,8 @@ async def create(
         network = getattr(sandbox, "network_log", None)
         if network is not None:  # --network policy: the broker's records, from now on
             network.attach(session.bus)
+        session.network.attach(getattr(sandbox, "egress", None))  # default: ask asks the owner
+        keep_bodies(manager.fetched, owner, sandbox)
         context = build_context(
             workdir,
             notebook,
@@ -109,11 +122,13 @@ async def create(
             notebook_cells=cells_of(notebook),
             cell_labels=labels_of(notebook),
             instructions=instructions,
+            instruction_files=applied,
         )
     except BaseException:
         del manager.sessions[session_id]
         await shutdown_quietly(sandbox)
         raise
     session.attach(loop, sandbox, recorder)
-    session.start_run(prompt, " ".join(title.split()))
+    shown = title or (prompt if section else "")  # people read the request, not the files
+    session.start_run(with_mentions(prompt, section), " ".join(shown.split()))
     return session

@@ -21,6 +21,7 @@ from .. import events as ev
 from . import bodies
 from .bodies import check_body
 from .errors import ApiError
+from .net_approvals import answer_of
 from .offloop import off_loop
 from .policy import Caller, groups_of
 
@@ -194,6 +195,21 @@ class ApprovalHandler(BaseHandler):
         self.reply({**reply, "remember": remember} if remember else reply)
 
 
+class NetworkApprovalHandler(BaseHandler):
+    """The owner's answer about a host the sandbox asked to reach (``default: ask``), in
+    the tool approvals' body: ``approve`` false denies, true allows once, or for the
+    session with ``remember: "session"``."""
+
+    @authorized
+    async def post(self, session_id: str, host: str) -> None:
+        session = self.session(session_id, change=True)
+        body = self.json_body(bodies.APPROVAL)
+        remember = body.get("remember", "")
+        decided = session.network.decide(host, answer_of(body["approve"], remember))
+        reply = {**decided, "approved": body["approve"]}
+        self.reply({**reply, "remember": remember} if remember and body["approve"] else reply)
+
+
 class CellDecisionHandler(BaseHandler):
     @authorized
     async def post(self, session_id: str, cell_id: str, decision: str) -> None:
@@ -287,6 +303,7 @@ def route_table() -> list[tuple[str, type]]:
         (f"{s}/fork", ForkHandler),
         (f"{s}/pause", PauseHandler),
         (f"{s}/approvals/{_ID}", ApprovalHandler),
+        (f"{s}/approvals/network/{_ID}", NetworkApprovalHandler),
         (f"{s}/cells/{_ID}/(accept|reject)", CellDecisionHandler),
         (f"{s}/notebook", NotebookHandler),
     ]

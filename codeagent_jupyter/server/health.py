@@ -10,7 +10,8 @@ from . import lifecycle
 
 
 def report(manager: Any, owner: str | None = None) -> dict[str, Any]:
-    """With ``owner``, that user's snapshot store too (its use; skipped snapshots and why).
+    """With ``owner``, that user's snapshot store too (its use; skipped snapshots and why;
+    ``fetched_bytes``, the bodies kept for replays inside the same quota).
     ``unconfined`` (also under ``sandbox``) is None until a sandbox has started and
     reported what it enforces on this machine."""
     pool = manager.supply.status()
@@ -22,6 +23,7 @@ def report(manager: Any, owner: str | None = None) -> dict[str, Any]:
         "limits": manager.default_limits.to_dict(),
         "enforcement": enforcement,
         "allow_unconfined": manager.supply.allow_unconfined,
+        "egress": manager.settings.egress,  # under network: policy (on a hub: the class's)
         "unconfined": sandbox_report.is_unconfined(enforcement) if known else None,
         "gaps": sandbox_report.gaps(enforcement) if known else None,
         "warning": sandbox_report.warning(enforcement) if known else None,
@@ -39,5 +41,13 @@ def report(manager: Any, owner: str | None = None) -> dict[str, Any]:
         },
         "max_sessions_per_user": manager.settings.max_sessions_per_user,
         "approval": dict(manager.settings.approval),
-        "snapshots": manager.snapshots.status(owner),
+        "snapshots": _store(manager, owner),
     }
+
+
+def _store(manager: Any, owner: str | None) -> dict[str, Any]:
+    """The owner's snapshot store, with the fetched bodies that share its quota."""
+    status = manager.snapshots.status(owner)
+    if owner is not None:
+        status["fetched_bytes"] = manager.fetched.used_bytes(owner)
+    return status

@@ -9,14 +9,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
+from ..core.mentions import parse as parse_mentions
 from ..sandbox.demand import ceiling
 from . import lifecycle
 from .creation import create
 from .errors import ApiError
+from .fetched import fetched_areas
+from .mentioning import mentioned, with_mentions
 from .model_registry import ModelRegistry
 from .offloop import off_loop
 from .policy import Caller, check_text
@@ -50,6 +54,8 @@ class SessionManager:
         self.sessions_dir = settings.sessions_path(self.root_dir)
         self.state_dir = Path(state_dir)
         self.resolver = NotebookResolver(self.root_dir, contents_manager, session_manager)
+        self.class_instructions: Callable[[], str] | None = None
+        """The class gateway's instructions for every session (on JupyterHub), or None."""
         self.log = log or logging.getLogger(__name__)
         self.default_limits: SandboxLimits = settings.sandbox_limits()
         self.sessions: dict[str, AgentSession] = {}
@@ -73,6 +79,9 @@ class SessionManager:
             # called by captures in worker threads: a copy, as the loop may add a session
             lambda owner: protected_sessions(list(self.sessions.values()), owner),
         )
+        policy = settings.egress_policy() if hasattr(settings, "egress_policy") else None
+        self.fetched = fetched_areas(self.state_dir, self.snapshots, policy)
+        """Each owner's fetched bodies (``--network policy``), inside their quota."""
         self._reaper: asyncio.Task[None] | None = None
         self._stopping = False
 
@@ -155,19 +164,39 @@ class SessionManager:
         self._ensure_reaper()
         return await create(self, owner, prompt, **request)
 
-    def follow_up(self, session_id: str, caller: Caller, text: str) -> AgentSession:
+    def follow_up(
+        self, session_id: str, caller: Caller, text: str, section: str = ""
+    ) -> AgentSession:
+        """``section``: what the message's @-mentions add (the model reads both, people
+        the message)."""
         session = self.get(session_id, caller, change=True)
         check_text(text, self.settings.max_prompt_chars, "the message")
-        session.start_run(text)
+        shown = " ".join(text.split()) if section else ""
+        session.start_run(with_mentions(text, section), shown)
         return session
 
-    async def send(self, session_id: str, caller: Caller, text: str) -> AgentSession:
-        """A message: a follow-up in a live session; a resume of a closed one."""
+    async def send(
+        self, session_id: str, caller: Caller, text: str, *, strict_mentions: bool = True
+    ) -> AgentSession:
+        """A message: a follow-up in a live session; a resume of a closed one; its
+        @-mentions resolved first (400 for an unknown one, before anything runs, unless
+        not ``strict_mentions``)."""
         session = self.get(session_id, caller, change=True)
+        section = await self._mentioned(session, text, strict_mentions)
         if session.closed and not session.deleted and not self._stopping:
             self._ensure_reaper()
-            return await revive(self, session, text)
-        return self.follow_up(session_id, caller, text)
+            return await revive(self, session, with_mentions(text, section))
+        return self.follow_up(session_id, caller, text, section)
+
+    async def _mentioned(self, session: AgentSession, text: str, strict: bool) -> str:
+        if not parse_mentions(text):
+            return ""
+        workdir = self.resolver.workdir_for(session.notebook_path)
+        notebook = None
+        if session.notebook_path is not None:
+            with contextlib.suppress(ApiError):
+                notebook = await self.resolver.read(session.notebook_path)
+        return await mentioned(text, workdir, notebook, session.variables, strict=strict)
 
     async def fork(
         self, session_id: str, caller: Caller, prompt: str, step: int | None

@@ -27,6 +27,7 @@ from . import lifecycle
 from .assembly import build_session_agent, install_tool, store_of
 from .bodies import body_schema
 from .errors import ApiError
+from .fetched import keep_bodies, play_recording
 from .policy import check_text
 from .session import AgentSession
 from .store import read_regular
@@ -149,18 +150,28 @@ async def _restore(r: _Revival, prompt: str) -> None:
     session.paused = False
     session.restored = rebuilt.to_dict() | {"summary": rebuilt.summary}
     session.attach(loop, r.sandbox, recorder)
+    network = getattr(r.sandbox, "network_log", None)
+    if network is not None:  # the rebuild's requests (from the recording), then live ones
+        network.attach(session.bus)
+    session.network.attach(getattr(r.sandbox, "egress", None))  # default: ask asks the owner
     session.bus.publish(ev.SessionRestored, **rebuilt.event_fields())
     session.start_run(prompt)
 
 
 async def _rebuild(r: _Revival) -> tuple[Rebuilt, Any, Any]:
     """Re-run the cells in the new sandbox; the notebook recorder and the loop to go on with."""
-    from ..core.instructions import recorded_instructions
+    from ..core.instructions import recorded_instruction_files, recorded_instructions
     from ..record.recorder import NotebookRecorder
 
     manager, parent, session, todo, workdir = r.manager, r.parent, r.session, r.todo, r.workdir
     install = await reinstall(install_tool(manager, r.sandbox), todo)
-    rebuilt = await rebuild(todo, r.sandbox, store_of(manager, parent.owner))
+    keep_bodies(manager.fetched, parent.owner, r.sandbox)
+    recording = play_recording(manager.fetched, parent.owner, r.sandbox, todo.notebook)
+    try:
+        rebuilt = await rebuild(todo, r.sandbox, store_of(manager, parent.owner))
+    finally:
+        if recording is not None:
+            recording.stop()  # the cells ran again from the recording; the run is live
     if r.fork:
         recorder = NotebookRecorder(
             session.path, session_id=session.id, on_saved=manager.signer.saved
@@ -190,6 +201,7 @@ async def _rebuild(r: _Revival) -> tuple[Rebuilt, Any, Any]:
         run_index=len(meta.get("runs", [])),
         install=install,
         instructions=recorded_instructions(todo.notebook),  # never the workspace's now
+        instruction_files=recorded_instruction_files(todo.notebook),
     )
     return rebuilt, loop, recorder
 

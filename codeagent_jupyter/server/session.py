@@ -24,6 +24,7 @@ from ..timeline.fold import fold, reduce
 from ..timeline.state import RUNNING as RUN_UNDER_WAY
 from ..timeline.state import CellItem
 from .errors import ApiError
+from .net_approvals import NetworkApprovals
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,8 @@ class AgentSession:
         self.owner = owner
         self.path = path
         self.notebook_path = notebook_path
+        self.variables: list[str] = []
+        """The user's variables copied into the sandbox at start (``@name`` resolves)."""
         self.model = model
         self.created = created if created is not None else time.time()
         self.bus = EventBus(history=events or [])
@@ -100,6 +103,8 @@ class AgentSession:
         """The sink keeping the notebook's change-set cell (``server.changes.attach``)."""
         self.source: str | None = None
         """For a fork: the session it was forked from (its snapshots are being read)."""
+        self.network = NetworkApprovals(self.bus)
+        """Questions about hosts under ``default: ask`` and their answers (``net_approvals``)."""
         self.hooks: Any = None
         self.installs: Any = None
         """The session's ``install_packages`` tool (None when installs are off)."""
@@ -174,6 +179,8 @@ class AgentSession:
             "next_seq": self.bus.next_seq,
             "pending_approvals": sorted(self._approvals),
             "allowed_tools": sorted(self.allowed),
+            "pending_network_approvals": self.network.pending,
+            "allowed_hosts": sorted(self.network.allowed),
             "paused": self.paused,
             "restored": self.restored,
             "snapshots": self.snapshots.status() if self.snapshots is not None else None,

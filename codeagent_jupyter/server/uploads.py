@@ -112,6 +112,12 @@ class UploadStore:
             with contextlib.suppress(OSError):
                 upload.path.unlink()
 
+    def names(self, owner: str, ids: list[str]) -> list[str]:
+        """The variable names of the caller's waiting uploads ``ids`` (unknown ids skipped:
+        ``take`` refuses them)."""
+        found = (self.uploads.get(i) for i in ids)
+        return [u.name for u in found if u is not None and u.owner == owner]
+
     def take(self, owner: str, ids: list[str], budget_mb: int | None = None) -> list[Upload]:
         """The caller's uploads ``ids`` (404 for unknown or someone else's), now claimed.
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import events as ev
+from .network import answer_line
 from .state import (
     HIDDEN_TOOLS,
     RUNNING,
@@ -100,14 +101,24 @@ def reduce(state: SessionState, event: ev.Event) -> SessionState:
             new = replace(state, items=(*state.items, note))
         case ev.NetworkRequest():
             note = NoteItem(f"network-{event.seq}", f"Network: {event.summary()}", ())
-            new = replace(state, items=(*state.items, note))
+            network = state.network.with_request(event)
+            new = replace(state, items=(*state.items, note), network=network)
+        case ev.NetworkApprovalRequested():
+            new = replace(state, network=state.network.with_ask(event))
+        case ev.NetworkApprovalDecided():
+            note = NoteItem(f"network-{event.seq}", answer_line(event), ())
+            network = state.network.with_answer(event)
+            new = replace(state, items=(*state.items, note), network=network)
         case _:
             new = state
     return replace(new, last_seq=event.seq)
 
 
 def _run_started(s: SessionState, e: ev.RunStarted) -> SessionState:
-    price = (e.config.get("extra_context") or {}).get("price")
+    extra = e.config.get("extra_context") or {}
+    price = extra.get("price")
+    files = extra.get("instruction_files")
+    applied = tuple(str(f) for f in files) if isinstance(files, list) else s.instructions
     return replace(
         s,
         items=(*s.items, PromptItem(f"prompt-{e.seq}", e.prompt, e.run_index, e.title)),
@@ -121,6 +132,7 @@ def _run_started(s: SessionState, e: ev.RunStarted) -> SessionState:
         enforcement=dict(e.enforcement),
         price=price or s.price,
         preloaded=tuple(e.preloaded) if e.preloaded is not None else s.preloaded,
+        instructions=applied,
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import PLAN_TOOL
+from .network import NetworkView
 
 RUNNING = "running"
 HIDDEN_TOOLS = (PLAN_TOOL,)  # shown as the plan, not as a timeline entry
@@ -186,6 +187,10 @@ class SessionState:
     price: dict[str, float] | None = None  # USD per million tokens, when the server has one
     preloaded: tuple[str, ...] | None = None
     """What the sandbox imported before the session (``pandas as pd``); None: not said."""
+    network: NetworkView = field(default_factory=NetworkView)
+    """Requests through the egress broker and hosts waiting for an answer (``network``)."""
+    instructions: tuple[str, ...] = ()
+    """The instruction files the runs follow (``AGENTS.md (312 bytes)``), as recorded."""
 
     @property
     def cost(self) -> float | None:

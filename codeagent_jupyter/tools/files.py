@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..errors import ToolArgumentError, ToolError
 from ..util.confined import ConfinementError, Entry, TooLargeError, Workspace, kind
 from ..util.disk_budget import DiskBudgetError, check_room
+from ..util.elision import whole_definitions_end
 from . import decoding
 
 MAX_READ_BYTES = 20_000_000
@@ -112,6 +113,9 @@ def read_file(
         out.append(row)
         used += len(row) + 1
         shown_to = number
+    if shown_to < total and path.endswith(".py"):  # end before a def, not inside one
+        keep = whole_definitions_end(lines[first - 1 :], len(out))
+        out, shown_to = out[:keep], first - 1 + keep
     if shown_to < total:
         out.append(
             f"[showing lines {first}-{shown_to} of {total}; "

@@ -13,6 +13,7 @@ it, and a resumed or forked session reinstalls exactly those files (``restore``)
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 from ..core.outcome import ToolOutcome
 from ..core.toolset import ToolContext
 from ..errors import ToolArgumentError, ToolError
+from ..packages.import_names import import_names
 from ..packages.installer import Installer, Plan
 from ..util.sizes import size_text
 from ._schema import check, obj
@@ -143,9 +145,14 @@ class InstallTool:
         note = await self._refresh(overlay)
         for wheel in wheels:
             self.installed[wheel.name] = wheel.to_dict()
-        sizes = ", ".join(f"{w.name} {w.version} ({size_text(w.size_bytes)})" for w in wheels)
         source = ", ".join(sorted({w.index for w in wheels}))
-        text = f"Installed {sizes} from {source}. Import them in the next cell.{note}"
+        lines = [f"Installed from {source}:"]
+        for w in wheels:
+            path = plan.files.get(w.name)
+            names = await asyncio.to_thread(import_names, path) if path else []
+            what = f" \u2014 import {', '.join(names)}" if names else ""
+            lines.append(f"- {w.name} {w.version} ({size_text(w.size_bytes)}){what}")
+        text = "\n".join(lines) + f"\nImport them in the next cell.{note}"
         return ToolOutcome(text=text, packages=[w.to_dict() for w in wheels])
 
     async def _overlay(self) -> Path:

@@ -60,3 +60,9 @@ def hint_for(code: str) -> Hint | None:
     """The elision hint for a cell's output: a ``read_file`` call when the cell lists a file."""
     listed = listed_file(code)
     return read_hint(*listed) if listed else None
+
+
+def lists_source(code: str) -> bool:
+    """Whether ``code`` only prints a Python file: its cut then keeps whole definitions."""
+    listed = listed_file(code)
+    return listed is not None and listed[0].endswith(".py")

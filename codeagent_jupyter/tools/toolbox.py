@@ -152,6 +152,7 @@ class ToolBox:
             limit,
             image_hint=hint,
             hint=listing.hint_for(code),
+            source=listing.lists_source(code),
             workspace=str(self.root),
         )
         if self.vision:

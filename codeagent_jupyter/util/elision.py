@@ -11,6 +11,7 @@ character cut of ``textbounds.head_tail``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 from .textbounds import head_tail
@@ -24,6 +25,28 @@ PRINT_SLICE = "print only those lines (a slice) to see them"
 _MARKER_ROOM = 200
 """Characters kept free for the marker line itself."""
 
+_DEFINITION = re.compile(r"^[ \t]*(?:@|async[ \t]+def[ \t]|def[ \t]|class[ \t])")
+_DECORATOR = re.compile(r"^[ \t]*@")
+
+
+def definition_starts(lines: list[str]) -> list[int]:
+    """Indexes of the lines where a Python ``def``/``class`` begins (at its first
+    decorator): a source listing cut just before one of them keeps whole definitions."""
+    starts = []
+    for i, line in enumerate(lines):
+        if _DEFINITION.match(line) and not (i and _DECORATOR.match(lines[i - 1])):
+            starts.append(i)
+    return starts
+
+
+def whole_definitions_end(lines: list[str], shown: int) -> int:
+    """How many of the first ``shown`` lines to keep so the kept part ends before a
+    definition starts (when one starts in its second half), else ``shown``."""
+    candidates = [
+        i for i in definition_starts(lines[: shown + 1]) if max(1, shown // 2) <= i <= shown
+    ]
+    return max(candidates) if candidates else shown
+
 
 def read_hint(path: str, offset: int = 0) -> Hint:
     """A hint naming the ``read_file`` call that shows the hidden lines of ``path``, whose
@@ -36,9 +59,11 @@ def read_hint(path: str, offset: int = 0) -> Hint:
     return hint
 
 
-def elide_lines(text: str, limit: int, hint: Hint | None = None) -> str:
+def elide_lines(text: str, limit: int, hint: Hint | None = None, *, source: bool = False) -> str:
     """``text`` if it fits in ``limit`` characters, else whole head lines, a marker line
     naming the hidden lines, their size and ``hint(first, last)``, and whole tail lines.
+    For a Python ``source`` listing the cut moves to definition boundaries where that
+    keeps at least half of each side, so no ``def`` or ``class`` is shown half.
 
     The result stays within ``limit`` plus the marker line. Text whose first or last line
     alone fills half the room is cut by characters instead (``head_tail``).
@@ -62,6 +87,12 @@ def elide_lines(text: str, limit: int, hint: Hint | None = None) -> str:
         tail.append(line)
         used += len(line) + 1
     tail.reverse()
+    if source and head and tail:
+        head = head[: whole_definitions_end(lines, len(head))]
+        start = len(lines) - len(tail)
+        later = [i for i in definition_starts(lines) if start <= i <= start + len(tail) // 2]
+        if later:
+            tail = lines[later[0] :]
     if not head or not tail or len(head) + len(tail) >= len(lines):
         return head_tail(text, limit)
     first, last = len(head) + 1, len(lines) - len(tail)

@@ -87,6 +87,9 @@ def title_html(data: dict[str, Any]) -> str:
     notes = [*(data.get("notes") or [])]
     if data.get("reverted"):
         notes.append("reverted: " + ", ".join(str(p) for p in data["reverted"]))
+    network = data.get("network")
+    if isinstance(network, dict) and network.get("summary"):
+        notes.append(str(network["summary"])[:500])  # requests, hosts, bytes, refusals
     extra = "".join(
         f'<div style="font-size:11px;color:{MUTED}">{esc(str(note))}</div>' for note in notes
     )

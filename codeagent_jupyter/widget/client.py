@@ -238,6 +238,15 @@ class AgentClient:
             body["remember"] = remember
         return await self.request("POST", path, body)
 
+    async def approve_host(self, session_id: str, host: str, answer: str) -> dict[str, Any]:
+        """Answer the sandbox's question about ``host``: ``once``, ``session`` or ``deny``
+        (sent in the tool approvals' body, to the host's own route)."""
+        path = f"/sessions/{_q(session_id)}/approvals/network/{_q(host)}"
+        body: dict[str, Any] = {"approve": answer != "deny"}
+        if answer == "session":
+            body["remember"] = "session"
+        return await self.request("POST", path, body)
+
     async def decide(self, session_id: str, cell_id: str, accept: bool) -> dict[str, Any]:
         """Record Accept/Reject of a cell (by tool call id) in the session notebook."""
         verb = "accept" if accept else "reject"

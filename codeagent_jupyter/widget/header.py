@@ -1,8 +1,9 @@
 """The panel's header: what must stay in view while the timeline below it scrolls.
 
 Title and session id, Stop and Accept all, the status line, a pending approval (announced
-here; its one set of buttons is on its entry in the timeline), the plan, the red line of
-an unconfined sandbox, and the message a panel shows once its kernel is gone.
+here; its one set of buttons is on its entry in the timeline), a host the sandbox asks to
+reach (its card and buttons, ``network_view``), the plan, the "Network" section, the red
+line of an unconfined sandbox, and the message a panel shows once its kernel is gone.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import ipywidgets as w
 
 from ..timeline.state import ApprovalItem, SessionState
 from . import render, theme
+from .network_view import NetworkCard
 
 
 def button(label: str, css: str, on_click: Callable[[], Any], **kw: Any) -> w.Button:
@@ -59,6 +61,17 @@ def approval_html(item: ApprovalItem, more: int) -> str:
     )
 
 
+def instructions_html(files: tuple[str, ...]) -> str:
+    """One quiet line naming the instruction files the agent follows ("" for none)."""
+    if not files:
+        return ""
+    named = ", ".join(f"<code>{render.esc(f)}</code>" for f in files)
+    return (
+        '<div class="codeagent-instructions" style="font-size:12px;'
+        f'color:var(--jp-content-font-color2)">Instructions: {named}</div>'
+    )
+
+
 class Header:
     """The header's widgets; ``panel`` supplies the handlers (stop, accept all, approve)."""
 
@@ -80,6 +93,8 @@ class Header:
         # read as two questions, and crowd a narrow side panel).
         self.approval = w.VBox([self.attention], layout=w.Layout(display="none", width="100%"))
         self.plan = w.HTML("")
+        self.network = NetworkCard(panel.answer_host)
+        self.applied = w.HTML("")  # the instruction files the agent follows
         self.widget = w.VBox(
             [
                 self.style,
@@ -87,8 +102,11 @@ class Header:
                 self.top,  # the title's session id is the first <code> of the panel
                 self.dead,
                 self.status,
+                self.applied,
                 self.approval,
+                self.network.widget,
                 self.plan,
+                self.network.section,
             ],
             layout=w.Layout(width="100%"),
         )
@@ -103,7 +121,11 @@ class Header:
         if banner != self.banner.value:
             self.banner.value = banner
         self.status.value = status
+        applied = instructions_html(state.instructions)
+        if applied != self.applied.value:
+            self.applied.value = applied
         self.plan.value = render.plan_html(state.plan)
+        self.network.refresh(state.network)
         pending = state.pending_approvals
         if pending:
             self.attention.value = approval_html(pending[0], len(pending) - 1)

@@ -16,7 +16,7 @@ import ipywidgets as w
 from .header import button
 
 TIMELINE_HEIGHT = "60vh"
-PLACEHOLDER = "Ask the agent, e.g. load sales.csv and plot monthly revenue"
+PLACEHOLDER = "Ask the agent, e.g. plot monthly revenue from @sales.csv (or point at @df, @In[3])"
 
 
 def timeline() -> tuple[w.VBox, w.VBox]:

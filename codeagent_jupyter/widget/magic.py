@@ -5,6 +5,8 @@
     %agent --attach 3f2a9c1b7d4e          (re-attach after a kernel restart)
     %agent --side plot revenue            (the panel in JupyterLab's right sidebar)
     %agent --with df,model fit a better model   (copy df and model into the sandbox)
+    %agent plot @df by month, see @data.csv and @In[3]   (@-mentions: a variable, copied
+                                          as --with does; a file or folder; a cell)
     %agent accept 3 | %agent accept all   (without the JupyterLab extension)
     %agent fix | %agent --with df fix     (propose an edit of the last failed cell)
     %agent fix In[9]                      (the cell shown In [9]: the error's "Fix" button)
@@ -27,6 +29,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import Bool
 
+from ..core.mentions import variable_names
 from ..util.variables import summarize
 from .accept_fallback import accept
 from .actions import Inserter
@@ -89,7 +92,8 @@ class AgentMagics(FixCommands, Magics):
         fixing, number = fix_target(request)
         if args.cell and (not fixing or number is not None):
             raise UsageError("%agent: --cell goes with fix: %agent --cell ID fix")
-        payloads = self.serialize(args.with_names) if args.with_names else []
+        names = _joined(args.with_names or "", self.mentioned_names(request))
+        payloads = self.serialize(names) if names else []
         brought = [p.name for p in payloads]
         failed, title = None, ""
         if fixing:
@@ -156,6 +160,7 @@ class AgentMagics(FixCommands, Magics):
         )
         panel.namespace_of = self.namespace
         panel.serialize_of = self.serialize
+        panel.mentioned_of = self.mentioned_names
         _mark_kernel(panel)
         panel.label_of = self.cell_label
         panel.open_of = self.open_side
@@ -214,6 +219,12 @@ class AgentMagics(FixCommands, Magics):
         """This kernel's user variables described (types and shapes, never values)."""
         return summarize(self.shell.user_ns, self.shell.user_ns_hidden)
 
+    def mentioned_names(self, text: str) -> list[str]:
+        """The ``@name`` mentions of ``text`` that are this kernel's variables: copied into
+        the sandbox as ``--with`` copies them (the server resolves the other mentions)."""
+        ns, hidden = self.shell.user_ns, self.shell.user_ns_hidden
+        return [n for n in variable_names(text) if n in ns and n not in hidden]
+
     def serialize(self, names: str) -> list[Payload]:
         """The ``--with`` variables as bytes, taken now (a snapshot, not a live link)."""
         payloads = []
@@ -240,6 +251,12 @@ async def _release(client: AgentClient, session_id: str, running: bool) -> None:
         await client.pause(session_id)
     except CodeAgentError:
         pass
+
+
+def _joined(names: str, more: list[str]) -> str:
+    """``--with`` names and mentioned ones, each once, comma-separated."""
+    listed = [n.strip() for n in names.split(",") if n.strip()]
+    return ",".join(dict.fromkeys([*listed, *more]))
 
 
 def _mark_kernel(panel: AgentPanel) -> None:

@@ -67,6 +67,8 @@ class AgentPanel(PanelClicks):
         """Variables (``--with``) to upload and load into the sandbox at start."""
         self.serialize_of: Callable[[str], list[Payload]] | None = None
         """Serializes the variables chosen in the picker (``AgentMagics.serialize``)."""
+        self.mentioned_of: Callable[[str], list[str]] | None = None
+        """The ``@name`` mentions of a request that are the kernel's variables."""
         self.label_of: Callable[[str], str | None] | None = None
         """Names a notebook cell id as the user sees it (``In [7]``), if this kernel knows."""
         self.open_of: Callable[[str, bool], Any] | None = None

@@ -1,4 +1,5 @@
-"""What the agent panel's buttons and boxes do: Send, Follow up, Stop, Accept, Approve, Open.
+"""What the agent panel's buttons and boxes do: Send, Follow up, Stop, Accept, Approve, Open,
+and the answers about a host the sandbox asks to reach.
 
 A mixin of ``AgentPanel``: each handler turns a click into one API call, run in the
 background (``AgentPanel.run``) so the kernel stays free; its effect comes back as events.
@@ -27,6 +28,7 @@ class PanelClicks:
     notebook_path: str | None
     payloads: list[Payload]
     serialize_of: Callable[[str], list[Payload]] | None
+    mentioned_of: Callable[[str], list[str]] | None
     open_of: Callable[[str, bool], Any] | None
     prompt: Any
     picker: Any
@@ -59,9 +61,11 @@ class PanelClicks:
             return
         self.prompt.value = ""
         if self.session_id is None:
-            if self.picker.chosen and self.serialize_of is not None:
+            mentioned = self.mentioned_of(text) if self.mentioned_of is not None else []
+            names = list(dict.fromkeys([*self.picker.chosen, *mentioned]))
+            if names and self.serialize_of is not None:
                 try:
-                    self.payloads = self.serialize_of(",".join(self.picker.chosen))
+                    self.payloads = self.serialize_of(",".join(names))
                 except Exception as e:  # a UsageError: say it in one line, start nothing
                     self.say(str(e))
                     self.prompt.value = text
@@ -112,6 +116,16 @@ class PanelClicks:
         if key in self._busy:
             return  # a double click, or the header's button and the timeline's
         self.run(key, self.client.approve(self.session_id, tool_call_id, approved, remember))
+
+    def answer_host(self, host: str, answer: str) -> None:
+        """Answer the sandbox's question about ``host`` (the network card's buttons):
+        ``once``, ``session`` or ``deny``; keyed by the host, as the server asked."""
+        if self.client is None or self.session_id is None:
+            return
+        key = f"net-{host}"
+        if key in self._busy:
+            return  # a double click
+        self.run(key, self.client.approve_host(self.session_id, host, answer))
 
     def open_session(self, session_id: str) -> None:
         """Open (the session list's button): the session in a side panel."""

@@ -133,7 +133,7 @@ async def test_answers_bind_to_the_host_asked_about(tmp_path: Path, port: int) -
     asked: list[str] = []
     answers = {"data.test": "session", "once.test": "once", "no.test": "deny"}
 
-    async def approve(host: str) -> str | None:
+    async def approve(host: str, **_: object) -> str | None:
         asked.append(host)
         return answers.get(host)
 

@@ -61,6 +61,7 @@ def usage(hub: Hub, token: str, fmt: str = "json") -> Any:
 
 
 def test_sessions_reach_the_provider_only_through_the_gateway(hub: Hub) -> None:
+    hub.write_policy(instructions="Cite the course notes by section.")  # the class's
     for user in ("alice", "bob"):
         hub.start_server(user)
     started = hub.upstream.server.requests.__len__()
@@ -74,6 +75,8 @@ def test_sessions_reach_the_provider_only_through_the_gateway(hub: Hub) -> None:
         return list(await asyncio.gather(run("alice"), run("bob")))
 
     for events in asyncio.run(both()):
+        config = next(e for e in events if e["type"] == "run_started")["config"]
+        assert config["extra_context"]["instruction_files"] == ["class instructions (33 bytes)"]
         finished = events[-1]
         assert finished["status"] == "answered", finished
         assert finished["answer"] == "done: the class gateway answered"
@@ -82,6 +85,10 @@ def test_sessions_reach_the_provider_only_through_the_gateway(hub: Hub) -> None:
         )
         assert "42" in outputs  # the sandbox ran the model's cell
 
+    # The class's instructions reached every student's system message.
+    systems = [r["messages"][0]["content"] for r in hub.upstream.server.requests[started:]]
+    assert all("### class instructions\nCite the course notes by section." in s for s in systems)
+    hub.write_policy()
     # Every request reached the provider with the class key and nothing of a student's.
     headers = hub.upstream.server.headers[started:]
     assert len(headers) == 4 and all(h["authorization"] == f"Bearer {CLASS_KEY}" for h in headers)
@@ -238,3 +245,20 @@ def test_ledger_totals_match_the_provider_and_survive_a_restart(hub: Hub) -> Non
     assert sum(int(r["total_tokens"]) for r in after) == hub.upstream.total()
     # Quotas read the same ledger: alice is still stopped after the restart.
     assert hub.chat(hub.login("alice")).status_code == 429
+
+
+def test_the_class_egress_policy_is_each_students_ceiling(hub: Hub) -> None:
+    egress = {"allow": ["*.opendata.org"], "default": "deny", "methods": ["GET", "CONNECT"]}
+    hub.write_policy(egress=egress)
+    assert hub.gateway("GET", "v1/egress", hub.login("bob")).json() == {"egress": egress}
+    assert hub.gateway("GET", "v1/egress", None).status_code == 401
+    # A server started now reads it: its own settings (none here) can only narrow it.
+    hub.start_server("dave")
+    sandbox = session_call(hub, "dave", "GET", "health")["sandbox"]
+    got = sandbox["egress"]
+    assert (got["allow"], got["default"], got["methods"]) == (
+        ["*.opendata.org"],
+        "deny",
+        egress["methods"],
+    )
+    hub.write_policy()

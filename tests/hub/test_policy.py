@@ -55,6 +55,11 @@ def test_the_quota_day_starts_at_the_reset_time() -> None:
         ({"users": {"a": {"allowed_models": [1]}}}, "users.a.allowed_models must be a list"),
         ({"quota_reset_utc": 4}, "quota_reset_utc must be HH:MM, not 4"),
         ({"default_model": 3}, "policy.default_model must be a model name"),
+        ({"egress": ["*"]}, "policy.egress must be an egress policy object"),
+        ({"egress": {"allow": ["a b"]}}, "policy: egress allow: 'a b' is not a host pattern"),
+        ({"egress": {"wide": True}}, "policy: unknown egress policy key(s): wide"),
+        ({"instructions": ["a"]}, "policy.instructions must be text of at most 8,000"),
+        ({"instructions": "x" * 8_001}, "policy.instructions must be text of at most 8,000"),
     ],
 )
 def test_bad_policies_are_refused_in_one_line(raw: dict, message: str) -> None:
@@ -83,3 +88,8 @@ def test_a_changed_file_applies_at_once_and_a_broken_one_keeps_the_last_good(
     assert live.current().rules_for("bob").ai_enabled and live.error is None
     with pytest.raises(PolicyError, match="does not exist"):
         PolicyFile(tmp_path / "missing.json")
+
+
+def test_class_instructions_are_read_from_the_policy() -> None:
+    assert parse_policy({"instructions": "  Cite the notes.\n"}).instructions == "Cite the notes."
+    assert parse_policy({}).instructions == ""

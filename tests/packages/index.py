@@ -47,11 +47,13 @@ def make_wheel(
     requires: Iterable[str] = (),
     pad_bytes: int = 0,
     extra_files: dict[str, str] | None = None,
+    module: str | None = None,
 ) -> Path:
     """A pure-Python wheel of module ``name`` (its ``__init__`` is ``code``, by default one
-    that knows its version); ``pad_bytes`` of incompressible data make it that much bigger."""
-    module = name.replace("-", "_")
-    dist = f"{module}-{version}"
+    that knows its version); ``pad_bytes`` of incompressible data make it that much bigger.
+    ``module``: the package folder when it is not named after the distribution."""
+    dist = f"{name.replace('-', '_')}-{version}"
+    module = module or name.replace("-", "_")
     files: dict[str, bytes] = {
         f"{module}/__init__.py": (code or f"__version__ = {version!r}\n").encode(),
     }
@@ -293,6 +295,7 @@ def served_index(tmp_path: Path) -> Iterator[Served]:
     index = PackageIndex(tmp_path / "index")
     index.add(make_wheel(built, "tinyapp", "1.0", requires=["tinydep>=1", "packaging>=20"]))
     index.add(make_wheel(built, "tinydep", "1.0"))
+    index.add(make_wheel(built, "sentronic-sdx", "1.0", module="sdxio"))
     index.add(make_wheel(built, "evilpkg", "1.0"))
     index.add(make_wheel(built, "bigpkg", "1.0", pad_bytes=3 * 1024 * 1024))
     index.add(make_sdist(built, "onlysrc", "1.0", marker))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import nbformat
+import pytest
 
 from tests.cli.test_cli import codeagent, one_line_error
 from tests.packages.index import make_wheel
@@ -105,3 +107,39 @@ def test_without_allow_install_the_model_has_no_install_tool(
     assert result.returncode == 0, result.stderr
     offered = [t["function"]["name"] for t in scripted_model.requests[-1]["tools"]]
     assert "install_packages" not in offered
+
+
+def test_under_a_network_policy_the_install_goes_through_the_broker(
+    scripted_model, served, tmp_path: Path
+) -> None:
+    """The egress policy must open the loopback index on purpose (``allow_ranges``): pip
+    reaches it through the broker, which refuses loopback otherwise; then it installs."""
+    from codeagent_jupyter.sandbox import bubblewrap
+
+    if bubblewrap.find() is None:
+        pytest.skip("bubblewrap is not installed: no --network policy")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {"XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
+    check = "import tinyapp\nprint('got', tinyapp.__version__)"
+    policy = tmp_path / "egress.json"
+    for opened, expected in (([], "the egress broker refused GET"), (["127.0.0.1/32"], "got 1.0")):
+        policy.write_text(json.dumps({"default": "deny", "allow_ranges": opened}))
+        scripted_model.set_script(
+            [
+                tool_calls(("install_packages", {"packages": ["tinyapp"], "reason": "needed"})),
+                tool_calls(("run_cell", {"code": check})),
+                text("done"),
+            ]
+        )
+        out = tmp_path / f"s{len(opened)}.ipynb"
+        result = codeagent(
+            "run", "use tinyapp", *_model(scripted_model), "--allow-install",
+            "--index-url", served.url, "--network", "policy", "--egress-policy", str(policy),
+            "--workdir", str(ws), "--out", str(out), env=env, timeout=300,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        nb = nbformat.read(out, as_version=4)
+        assert expected in json.dumps(nb.metadata.codeagent.events) + json.dumps(
+            [c.get("outputs", []) for c in nb.cells]
+        )

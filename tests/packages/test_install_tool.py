@@ -75,8 +75,10 @@ async def test_installed_and_importable_in_the_next_cell_and_recorded(
 ) -> None:
     scripted_model.set_script(
         [
-            _install("tinyapp"),
-            _cell("import tinyapp, tinydep\nprint(tinyapp.__version__, tinydep.__version__)"),
+            _install("tinyapp", "sentronic-sdx"),
+            _cell(
+                "import tinyapp, tinydep, sdxio\nprint(tinyapp.__version__, tinydep.__version__)"
+            ),
             text("done"),
         ]
     )
@@ -86,10 +88,14 @@ async def test_installed_and_importable_in_the_next_cell_and_recorded(
     install, cell = _results(sink)
     assert install.status == "ok", install.result
     assert "tinyapp 1.0" in install.result and "tinydep 1.0" in install.result
-    assert cell.status == "ok" and "1.0 1.0" in cell.result
+    # The result says what to import: the distribution sentronic-sdx holds module sdxio.
+    assert "sentronic-sdx 1.0 (" in install.result
+    assert "\u2014 import sdxio\n" in install.result, install.result
+    assert "\u2014 import tinydep\n" in install.result, install.result
+    assert cell.status == "ok" and "1.0 1.0" in cell.result, cell.result
     nb = nbformat.read(out, as_version=4)
     recorded = {p["name"]: p for p in nb.metadata.codeagent.packages}
-    assert set(recorded) == {"tinyapp", "tinydep"}
+    assert set(recorded) == {"tinyapp", "tinydep", "sentronic-sdx"}
     published = served.index.files / recorded["tinyapp"]["filename"]
     assert recorded["tinyapp"]["sha256"] == hashlib.sha256(published.read_bytes()).hexdigest()
     assert recorded["tinyapp"]["version"] == "1.0" and recorded["tinyapp"]["step"] == 1

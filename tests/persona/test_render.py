@@ -213,6 +213,42 @@ def test_approve_for_the_session_remembers() -> None:
     assert parse("@codeagent approve", "codeagent").remember == ""
 
 
+@pytest.mark.parametrize(
+    ("body", "kind", "remember", "host"),
+    [
+        ("@codeagent approve data.example.org", APPROVE, "", "data.example.org"),
+        ("@codeagent allow Data.Example.org. for session", APPROVE, "session", "data.example.org"),
+        (
+            "@codeagent approve data.example.org for the session",
+            APPROVE,
+            "session",
+            "data.example.org",
+        ),
+        ("@codeagent deny data.example.org", DENY, "", "data.example.org"),
+        ("@codeagent deny data.example.org for session", DENY, "", "data.example.org"),
+        ("@codeagent approve [::1]", APPROVE, "", "[::1]"),
+        ("@codeagent approve for session", APPROVE, "session", ""),  # a tool call
+        ("@codeagent approve it", REQUEST, "", ""),  # no host: a request
+        ("@codeagent approve <img src=x>.org", REQUEST, "", ""),
+        ("@codeagent approve data.example.org and more", REQUEST, "", ""),
+    ],
+)
+def test_an_answer_about_the_network_names_its_host(
+    body: str, kind: str, remember: str, host: str
+) -> None:
+    asked = parse(body, "codeagent")
+    assert (asked.kind, asked.remember, asked.host) == (kind, remember, host)
+
+
+def test_the_network_question_shows_the_host_as_code_and_how_to_answer() -> None:
+    body = render.network_ask_body("data.example.org", 443, "CONNECT", 300)
+    assert [kind for kind, _ in blocks(body)] == ["html"]
+    assert "<code>data.example.org</code>" in body and "within" not in body
+    assert "@codeagent approve data.example.org for session" in body and "300 s" in body
+    hostile = render.network_ask_body("<img src=x onerror=alert(1)>", 80, "<b>", 0)
+    assert "<img" not in hostile and "&lt;img" in hostile and "(&lt;b&gt; to port 80)" in hostile
+
+
 def test_the_notebook_is_the_first_attached_one() -> None:
     class Attachment:
         def __init__(self, value: str) -> None:

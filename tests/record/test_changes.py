@@ -190,3 +190,34 @@ def test_remove_file_is_confined(tmp_path: Path) -> None:
     assert (outside / "keep.txt").read_text() == "keep" and os.path.islink(ws / "link.txt")
     with pytest.raises(FileNotFoundError):
         remove_file(workspace, "sub/made.txt")
+
+
+def test_the_network_summary_counts_requests_hosts_bytes_and_refusals() -> None:
+    from codeagent_jupyter.record.changes import ChangeSet
+    from codeagent_jupyter.record.changes_network import network_of
+
+    def request(url: str, allowed: bool, down: Any = 100) -> dict[str, Any]:
+        entry = {"type": "network_request", "url": url, "allowed": allowed, "bytes_up": 50}
+        return {**entry, "bytes_down": down}
+
+    events = [
+        request("http://data.test:8080/a.csv?x=1", True),
+        request("data.test:443", True, 1500),
+        request("http://<img src=x onerror=1>.test/", False, "lots"),  # a hostile, malformed record
+        request("http://[::1]:80/", False, True),
+        {"type": "run_started"},
+        "not an entry",
+    ]
+    summary = network_of({"events": events})
+    assert summary is not None and (summary.requests, summary.refused) == (4, 2)
+    assert summary.hosts == ["data.test", "<img src=x onerror=1>.test", "[::1]"]
+    assert summary.denied == ["<img src=x onerror=1>.test", "[::1]"]
+    assert (summary.bytes_up, summary.bytes_down) == (200, 1600)
+    assert summary.line() == (
+        "Network: 4 requests (2 refused) to data.test, <img src=x onerror=1>.test, [::1]; "
+        "1.6 kB in, 200 bytes out; refused: <img src=x onerror=1>.test, [::1]"
+    )
+    assert network_of({"events": [{"type": "run_started"}]}) is None
+    cell = markdown(ChangeSet(network=summary))
+    assert "<img" not in cell and "&lt;img src=x onerror=1&gt;.test" in cell
+    assert "Network: 4 requests" in terminal(ChangeSet(network=summary))

@@ -95,6 +95,10 @@ def one_of_each() -> list[ev.Event]:
             rule="allow data.example.org",
             allowed=True,
         ),
+        ev.NetworkApprovalRequested(
+            host="data.example.org", port=443, method="CONNECT", rule="default ask", timeout_s=300
+        ),
+        ev.NetworkApprovalDecided(host="data.example.org", answer="session"),
         ev.ChildEvent(
             parent_tool_call_id="c9",
             child="1-1",

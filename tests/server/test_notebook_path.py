@@ -124,3 +124,30 @@ async def test_edit_cell_works_on_cells_not_saved_yet(
 async def test_bad_live_cells_are_refused(api: Api, fields: dict[str, Any]) -> None:
     code, body = await api.call("POST", "sessions", {"prompt": "x", **fields})
     assert code == 400 and "\n" not in body["message"], body
+
+
+async def test_instruction_files_of_the_root_and_the_notebooks_folder_are_named(
+    api: Api, scripted_model: Any, jp_root_dir: Path
+) -> None:
+    from codeagent_jupyter.events import Event
+    from codeagent_jupyter.timeline.fold import fold
+    from codeagent_jupyter.widget.header import instructions_html
+
+    write(jp_root_dir, "course/w3/a.ipynb", [nbformat.v4.new_code_cell("x = 1")])
+    (jp_root_dir / "AGENTS.md").write_text("Use polars.\n")
+    (jp_root_dir / "course" / "w3" / "AGENTS.md").write_text("Plots in SI units.\n")
+    scripted_model.set_script([text("ok")])
+    session = await api.start("go", notebook_path="course/w3/a.ipynb")
+    events = await api.run_to_end(session["id"])
+    system = scripted_model.requests[0]["messages"][0]["content"]
+    assert system.index("Use polars.") < system.index("Plots in SI units.")
+    applied = ["AGENTS.md (12 bytes)", "course/w3/AGENTS.md (19 bytes)"]
+    (started,) = of_type(events, "run_started")
+    assert started["config"]["extra_context"]["instruction_files"] == applied
+    state = fold(Event.from_dict(e) for e in events)  # what the panel's header shows
+    shown = instructions_html(state.instructions)
+    assert "Instructions:" in shown and all(name in shown for name in applied)
+    saved = await api.ok("GET", f"sessions/{session['id']}/notebook")
+    assert saved["metadata"]["codeagent"]["config"]["extra_context"]["instruction_files"] == (
+        applied
+    )

@@ -68,3 +68,44 @@ async def test_a_session_fetches_through_the_policy_and_the_stream_records_it(
         (f"http://other.test:{port}/data.csv", 403, False),
     ]
     assert requests[0]["rule"] == "allow data.test" and len(requests[0]["sha256"]) == 64
+
+
+async def test_a_fork_reruns_its_fetches_from_the_owners_store(
+    api: Api, scripted_model: Any, port: int, jp_data_dir: Path
+) -> None:
+    """The body goes into the owner's store (by digest); a fork's cells fetch from the
+    recording (the refusal too, word for word), then the new run reaches the network live."""
+    url = f"http://data.test:{port}/data.csv"
+    code = (
+        "import urllib.request, urllib.error\n"
+        f"text = urllib.request.urlopen('{url}').read().decode()\n"
+        "try:\n"
+        f"    urllib.request.urlopen('http://other.test:{port}/data.csv')\n"
+        "except urllib.error.HTTPError as e:\n"
+        "    print(e.code)\n"
+    )
+    scripted_model.set_script([tool_calls(("run_cell", {"code": code})), text("done")])
+    sid = (await api.start("fetch"))["id"]
+    first = of_type(await api.run_to_end(sid), "network_request")
+    digest = first[0]["sha256"]
+    assert first[0]["stored"] is True and first[1]["stored"] is False
+    [kept] = (jp_data_dir / "codeagent" / "fetched" / "users").glob(f"*/{digest}")
+    assert kept.read_text() == CSV
+    health = await api.ok("GET", "health")
+    assert health["snapshots"]["fetched_bytes"] == len(CSV)  # inside the owner's quota
+
+    again = f"print(text == urllib.request.urlopen('{url}').read().decode())"
+    scripted_model.set_script([tool_calls(("run_cell", {"code": again})), text("ok")])
+    fork = await api.ok("POST", f"sessions/{sid}/fork", {"prompt": "again"}, 201)
+    events = await api.run_to_end(fork["id"])
+    rules = [e["rule"] for e in of_type(events, "network_request")][-3:]
+    assert rules == [
+        "replayed from the recording",
+        "replayed refusal: default deny",
+        "allow data.test",  # the new run: live, under the policy
+    ]
+    assert "True" in "".join(
+        "".join(o.get("text", ""))
+        for e in of_type(events, "tool_call_finished")
+        for o in e["outputs"]
+    )

@@ -96,3 +96,66 @@ async def test_following_a_cut_listings_hint_shows_the_missing_lines(scripted_mo
     missing = source[int(first) - 1 : int(last)]
     assert missing and not any(line in listing for line in missing)
     assert all(f"| {line}" in shown for line in missing)  # read_file numbers its lines
+
+
+def _module(n: int) -> list[str]:
+    """A module of ``n`` decorated multi-line functions, each ending in a ``return``."""
+    source = []
+    for i in range(n):
+        source += ["@cached", f"def rate_{i}(table, key='active'):", f"    row = table[{i}]"]
+        source += [f"    # rate {i} detail {j}" for j in range(3)] + [
+            f"    return row  # end {i}",
+            "",
+        ]
+    return source
+
+
+def _whole(shown: str, n: int) -> None:
+    """Every definition that shows its head shows its end too, and the other way round."""
+    for i in range(n):
+        ends = re.search(rf"return row  # end {i}$", shown, re.MULTILINE) is not None
+        assert (f"def rate_{i}(" in shown) == ends, (i, shown)
+
+
+def test_a_source_listing_is_cut_between_whole_definitions() -> None:
+    source = _module(60)
+    out = elide_lines("\n".join(source), 2000, source=True)
+    first, last = (int(g) for g in MARKER.search(out).groups()[:2])
+    assert source[first - 1] == "@cached"  # the gap starts at a decorator, ends before one
+    assert last == len(source) or source[last] == "@cached"
+    _whole(out, 60)
+    plain = elide_lines("\n".join(source), 2000)  # not known to be source: lines only
+    with pytest.raises(AssertionError):
+        _whole(plain, 60)
+
+
+def test_read_file_of_python_stops_before_a_definition(tmp_path) -> None:
+    from codeagent_jupyter.tools.files import read_file
+    from codeagent_jupyter.util.confined import Workspace
+
+    (tmp_path / "m.py").write_text("\n".join(_module(60)) + "\n")
+    out = read_file(Workspace(tmp_path), "m.py", None, None, 3000)
+    shown_to = int(re.search(r"showing lines 1-(\d+) of", out).group(1))
+    assert _module(60)[shown_to] == "@cached"
+    _whole(out, 60)
+
+
+async def test_following_the_hint_of_a_cut_module_shows_whole_missing_definitions(
+    scripted_model, tmp_path
+):
+    source = _module(25)
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "ticketctl.py").write_text("\n".join(source) + "\n")
+    scripted_model.set_script(_follow_the_hint)
+    model = OpenAIChatModel("scripted", scripted_model.url, "test-key", backoff=0.01)
+    async with Sandbox(workdir=tmp_path, limits=SandboxLimits(cell_timeout=20)) as sandbox:
+        tools = ToolBox(sandbox, tmp_path)
+        loop = build_agent(model, sandbox, [], AgentConfig(result_chars=3000), tools=tools)
+        assert (await loop.run("which rate is wrong?")).status == ev.ANSWERED
+    messages = scripted_model.requests[-1]["messages"]
+    listing, shown = [m["content"] for m in messages if m["role"] == "tool"]
+    first, last, _total, _ = MARKER.search(listing).groups()
+    assert source[int(first) - 1] == "@cached"
+    _whole(listing, 25)
+    missing = [line for line in source[int(first) - 1 : int(last)] if line]
+    assert all(f"| {line}" in shown for line in missing)

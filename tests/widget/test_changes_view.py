@@ -52,6 +52,10 @@ def test_hostile_paths_and_contents_render_as_text() -> None:
     title = title_html({"files": [change], "notes": [HOSTILE], "reverted": [HOSTILE]})
     assert_inert(title)
     assert "&lt;img" in title
+    network = {"summary": f"Network: 1 request to {HOSTILE}; 0 bytes in, 0 bytes out"}
+    title = title_html({"files": [], "notes": [], "reverted": [], "network": network})
+    assert_inert(title)
+    assert "Network: 1 request to &lt;img" in title
 
 
 def test_a_crafted_thumbnail_is_not_an_image() -> None:
