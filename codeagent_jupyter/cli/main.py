@@ -51,7 +51,6 @@ from .wiring import (
     prepare_sandbox,
     report,
     session_sinks,
-    snapshot_sink,
 )
 
 MCP_EXTRA = "codeagent-jupyter[mcp]"
@@ -185,15 +184,9 @@ async def _run(args: argparse.Namespace) -> int:
         running = asyncio.ensure_future(drive(loop, [args.prompt]))  # the request leaves
         printer = None
         try:
-            notary = await prepared
-            recorder, printer, changes = session_sinks(args, workdir, out, session_id, notary)
-            sinks: list[EventSink] = [recorder, printer]
-            if changes is not None:
-                sinks.insert(0, snapshot_sink(workdir, recorder))
-                sinks.insert(2, changes)
-            if hooks is not None:
-                sinks.append(hooks)
-            attach_sinks(bus, sinks)
+            sinks = session_sinks(args, workdir, out, session_id, await prepared, hooks)
+            printer, changes = sinks.printer, sinks.changes
+            attach_sinks(bus, sinks.all)
             network.attach(bus)
             finished = await running
         finally:

@@ -198,19 +198,36 @@ def prepare_sandbox(args: argparse.Namespace) -> Any:
     return notary
 
 
+@dataclass
+class SessionSinks:
+    """What records and shows a ``run``: ``all`` in delivery order (the snapshots before
+    the recorder, so each save includes its step's; the change set after it)."""
+
+    all: list[EventSink]
+    printer: Any
+    changes: Any = None
+    """The change set (None with ``--no-snapshots``): ``report`` prints its line."""
+
+
 def session_sinks(
-    args: argparse.Namespace, workdir: Path, out: Path, session_id: str, notary: Any
-) -> tuple[Any, Any, Any]:
-    """The session's recorder (signing each save), the terminal's printer, and the change
-    set (None with ``--no-snapshots``)."""
+    args: argparse.Namespace, workdir: Path, out: Path, session_id: str, notary: Any, hooks: Any
+) -> SessionSinks:
+    """The session's recorder (signing each save with ``notary``), the terminal's printer,
+    the snapshots and the change set (not with ``--no-snapshots``), then the hooks."""
     from ..record.recorder import NotebookRecorder
     from .terminal import make_printer
     from .trust import signing
 
     recorder = NotebookRecorder(out, session_id=session_id, on_saved=signing(notary))
     printer = make_printer(answer_on=sys.stdout)
-    changes = None if args.no_snapshots else changes_sink(workdir, recorder)
-    return recorder, printer, changes
+    sinks: list[EventSink] = [recorder, printer]
+    changes = None
+    if not args.no_snapshots:
+        sinks.insert(0, snapshot_sink(workdir, recorder))
+        sinks.insert(2, changes := changes_sink(workdir, recorder))
+    if hooks is not None:
+        sinks.append(hooks)
+    return SessionSinks(sinks, printer, changes)
 
 
 async def drive(loop: Any, prompts: list[str]) -> ev.RunFinished:
