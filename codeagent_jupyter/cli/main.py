@@ -31,6 +31,7 @@ from .args import (
     add_limits,
     add_run_parser,
     announce,
+    check_backend,
     existing_workdir,
     install_policy,
     limits_from,
@@ -149,6 +150,7 @@ async def _run(args: argparse.Namespace) -> int:
     notebook = read_notebook(args.notebook) if args.notebook else None
     limits = limits_from(args)
     install_policy(args)  # bad install flags fail before the sandbox starts
+    check_backend(args)  # and flags no sandbox backend takes together
     hooks = hook_chain(args.hook, session_id)
     session = CliSession(args, workdir, limits, out, session_id, hooks)
     network = NetworkLog()

@@ -15,6 +15,7 @@ import pytest
 
 from codeagent_jupyter.errors import ModelError
 from codeagent_jupyter.models.openai_chat import OpenAIChatModel
+from tests.cli.in_process import codeagent_here
 from tests.cli.test_cli import codeagent
 from tests.scripted_model import ScriptedModelServer, error, text, tool_calls
 
@@ -101,3 +102,19 @@ async def test_a_bad_key_reads_as_it_does_through_openai(tmp_path: Path) -> None
     assert f"codeagent: stopped: {info.value}" in result.stderr.splitlines()
     assert "(check OPENAI_API_KEY)" in str(info.value)
     assert "wrong-key-123" not in result.stderr + result.stdout
+
+
+def test_flags_no_sandbox_takes_fail_before_any_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sandbox is made once the first request is under way: a bad combination of its
+    flags is still refused first, with nothing sent to the model."""
+    with ScriptedModelServer([text("never")]) as srv:
+        argv = ["run", "x", "--model", "m", "--base-url", srv.url, "--workdir", str(tmp_path)]
+        flags = ["--network", "policy", "--gateway-url", "http://127.0.0.1:9"]
+        result = codeagent_here(capsys, monkeypatch, *argv, *flags)
+        assert srv.requests == []
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "codeagent: error: --network policy needs a local sandbox (not --gateway-url)"
+    )
