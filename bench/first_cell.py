@@ -1,7 +1,7 @@
 """First-cell time of ``codeagent run`` (``python bench/first_cell.py [--before DIR]``).
 
 ``codeagent run`` runs as a real process against the scripted model, whose first reply
-waits ``--delays`` seconds (0 and 2 by default: an instant model, and one that thinks) and
+waits ``--delays`` seconds (0 and 3 by default: an instant model, and one that thinks) and
 then asks for one cell that writes the time it ran; the second reply answers. Measured from
 the process's spawn, medians of ``--runs`` runs:
 
@@ -131,7 +131,7 @@ async def first_cell_table(
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--delays", default="0,2", help="seconds to the first reply, comma-separated"
+        "--delays", default="0,3", help="seconds to the first reply, comma-separated"
     )
     parser.add_argument("--runs", type=int, default=5, help="runs per row")
     parser.add_argument("--before", type=Path, help="another checkout to compare with")

@@ -3,16 +3,18 @@ HTTP, the official SDK's client) against the same call through our own tool runn
 the agent loop does for a tool call), and how long a new MCP session waits for its sandbox
 from the server's pool.
 
-Run: ``python bench/mcp.py [--calls 200] [--sessions 5] [--pause-ms 0]``. Prints Markdown
-tables measured in this run. Our own call is measured twice: on a bare bus (the call alone)
-and on a recorded session's bus (snapshot, then the save and signature of each step, as
+Run: ``python bench/mcp.py [--calls 200] [--sessions 5] [--pause-ms 0]``; or ``--first N
+[--before DIR]``: process start to the first ``run_cell`` result of ``codeagent mcp`` over
+stdio, N runs (against another checkout in turn with ``--before``). Prints Markdown tables
+measured in this run. Our own call is measured twice: on a bare bus (the call alone) and on
+a recorded session's bus (snapshot, then the save and signature of each step, as
 ``codeagent run`` and the server's sessions have it). The server snapshots the workspace
 after every call (no setting turns that off for MCP sessions), so stdio is measured both
 ways: stdio with snapshots against HTTP is the cost of the transport alone. The HTTP column
-runs a real ``jupyter server`` (token auth, ``pool_size=2``) as a child process; the acquire
-times are what the server logs for each new MCP session. ``--pause-ms``: the client's pause
-before each call, where an agent's model thinks (the server's work after a reply falls
-there).
+runs a real ``jupyter server`` (token auth, ``pool_size=2``) as a child process; the
+acquire times are what the server logs for each new MCP session. ``--pause-ms``: the
+client's pause before each call, where an agent's model thinks (the server's work after a
+reply falls there).
 """
 
 from __future__ import annotations
@@ -113,11 +115,31 @@ async def over(client: Client, n: int) -> list[float]:
     return times[5:]
 
 
-def stdio_client(work: Path, snapshots: bool = False) -> Client:
+def stdio_client(work: Path, snapshots: bool = False, package: Path | None = None) -> Client:
+    """``codeagent mcp`` over stdio; ``package``: the checkout to run it from."""
     args = ["-m", "codeagent_jupyter.cli", "mcp", "--workdir", str(work)]
     args += [] if snapshots else ["--no-snapshots"]
-    server = StdioServerParameters(command=sys.executable, args=args, env=dict(os.environ))
+    env = dict(os.environ)
+    if package is not None:
+        env["PYTHONPATH"] = str(package)
+    server = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=package)
     return Client(server, client_info=INFO, read_timeout_seconds=120)
+
+
+async def first_result(work: Path, runs: int, before: Path | None) -> dict[str, list[float]]:
+    """Seconds from spawning ``codeagent mcp`` to the first ``run_cell`` result, per run
+    (this checkout, and ``before`` in turn with it when given)."""
+    packages = [("after", Path(__file__).resolve().parents[1])]
+    packages += [("before", before.resolve())] if before else []
+    times: dict[str, list[float]] = {label: [] for label, _ in packages}
+    for _ in range(runs):
+        for label, package in packages:
+            t = time.perf_counter()
+            async with stdio_client(work, package=package) as c:
+                result = await c.call_tool("run_cell", CODE)
+                times[label].append(time.perf_counter() - t)
+            assert not result.is_error, result
+    return times
 
 
 def http_client(url: str, token: str) -> Client:
@@ -227,7 +249,19 @@ async def main() -> None:
     parser.add_argument(
         "--pause-ms", type=float, default=0.0, help="the client's pause before each call"
     )
+    parser.add_argument(
+        "--first", type=int, default=0, help="only time process start -> first run_cell, N runs"
+    )
+    parser.add_argument("--before", type=Path, help="with --first: another checkout to compare")
     args = parser.parse_args()
+    if args.first:
+        with tempfile.TemporaryDirectory() as tmp:
+            firsts = await first_result(Path(tmp), args.first, args.before)
+        print(f"| codeagent mcp (median of {args.first}) | spawn -> first run_cell result |")
+        print("|---|---:|")
+        for label, values in firsts.items():
+            print(f"| {label} | {statistics.median(values):.2f} s |")
+        return
     global PAUSE_S
     PAUSE_S = args.pause_ms / 1000
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,15 +2,17 @@
 and what the disk budget's watch costs.
 
 Run: ``python bench/sandbox.py [--cold 5] [--acquire 10] [--cells 200] [--files 300]
-[--only files|gateway|disk] [--gateway]``. Prints Markdown tables measured in this run. The raw
-baseline drives the stock ``python3`` kernel with jupyter_client directly, waiting for the
-same messages ``Sandbox.execute`` waits for (the shell reply and the idle status), so the
-ratio is our overhead. The file tool round trip reads and writes 1 KB and 1 MB through
-``confined.Workspace`` (what the file tools use) and through plain ``open``. The gateway
-column (``bench/sandbox_gateway.py``) compares the local backend with a real kernel gateway
-on this machine. The disk table runs a CPU-bound cell (about a second of pure Python) and
-``1+1`` with the lifelong disk guard on and off (``disk_guard``), interleaved on one kernel
-whose workspace holds ``--disk-files`` files, and quotes medians.
+[--only files|gateway|disk|memory] [--gateway] [--counts 1,8,16]``. Prints Markdown tables
+measured in this run. The raw baseline drives the stock ``python3`` kernel with
+jupyter_client directly, waiting for the same messages ``Sandbox.execute`` waits for (the
+shell reply and the idle status), so the ratio is our overhead. The file tool round trip
+reads and writes 1 KB and 1 MB through ``confined.Workspace`` (what the file tools use) and
+through plain ``open``. The gateway column (``bench/sandbox_gateway.py``) compares the
+local backend with a real kernel gateway on this machine. The disk table runs a CPU-bound
+cell (about a second of pure Python) and ``1+1`` with the lifelong disk guard on and off
+(``disk_guard``), interleaved on one kernel whose workspace holds ``--disk-files`` files,
+and quotes medians. The memory table (``sandbox_memory.py``) is PSS per idle sandbox with
+numpy, pandas and matplotlib loaded, for ``--counts`` sandboxes at once.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from _table import pct, table
 from jupyter_client import AsyncKernelManager
 from sandbox_disk import disk_watch_cost
 from sandbox_files import file_round_trips
+from sandbox_memory import memory_table
 
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, SandboxPool
 
@@ -161,7 +164,12 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=11, help="CPU-bound cells per mode")
     parser.add_argument("--disk-files", type=int, default=500, help="files in the workspace")
     parser.add_argument(
-        "--only", choices=["files", "gateway", "disk"], help="run just this section"
+        "--only", choices=["files", "gateway", "disk", "memory"], help="run just this section"
+    )
+    parser.add_argument(
+        "--counts",
+        default="1,8,16",
+        help="sandboxes at once for the memory table, comma-separated (default: 1,8,16)",
     )
     parser.add_argument(
         "--gateway", action="store_true", help="add the gateway column (a real kernel gateway)"
@@ -172,6 +180,10 @@ async def main() -> None:
         return
     if args.only == "disk":
         await disk_watch_cost(args.rounds, args.cells, args.disk_files)
+        return
+    counts = [int(c) for c in args.counts.split(",") if c.strip()]
+    if args.only == "memory":
+        await memory_table(counts)
         return
     if args.only == "gateway" or args.gateway:
         from sandbox_gateway import gateway_table
@@ -222,6 +234,8 @@ async def main() -> None:
     file_round_trips(args.files)
     print()
     await disk_watch_cost(args.rounds, args.cells, args.disk_files)
+    print()
+    await memory_table(counts)
 
 
 if __name__ == "__main__":

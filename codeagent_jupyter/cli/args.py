@@ -244,6 +244,14 @@ def add_isolation(parser: Flags) -> None:
     )
 
 
+def check_backend(args: argparse.Namespace, replay: Any = None) -> None:
+    """Flags no backend honours together: one line, before anything starts (``run`` makes
+    its sandbox only once its first model request is under way)."""
+    policy = getattr(args, "network", "none") == "policy" or replay is not None
+    if getattr(args, "gateway_url", "") and policy:
+        raise ConfigError("--network policy needs a local sandbox (not --gateway-url)")
+
+
 def make_sandbox(
     args: argparse.Namespace,
     workdir: Path,
@@ -259,11 +267,10 @@ def make_sandbox(
     plays. The broker runs beside a local kernel only."""
     from ..sandbox.backend import make_backend
 
+    check_backend(args, replay)
     kind = "gateway" if args.gateway_url else "local"
     options: dict[str, Any] = {"allow_unconfined": args.isolation == "none"}
     if getattr(args, "network", "none") == "policy" or replay is not None:
-        if kind == "gateway":
-            raise ConfigError("--network policy needs a local sandbox (not --gateway-url)")
         from ..egress import EgressPolicy
         from ..egress.bodies import BodyStore
         from .egress_ask import terminal_approver

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import uuid
 from pathlib import Path
@@ -30,6 +31,7 @@ from .args import (
     add_limits,
     add_run_parser,
     announce,
+    check_backend,
     existing_workdir,
     install_policy,
     limits_from,
@@ -42,15 +44,18 @@ from .output import say, warn
 from .tool_flags import add_tools, check_tool_flags, mcp_tools, plugin_tools, say_unoffered
 from .wiring import (
     CliSession,
+    attach_sinks,
     build_cli_agent,
-    changes_sink,
     drive,
     hook_chain,
     install_tool,
     make_model,
+    prepare_sandbox,
     report,
-    snapshot_sink,
+    session_sinks,
 )
+
+MCP_EXTRA = "codeagent-jupyter[mcp]"
 
 UNCONFINED = "its code can then read your files and see your processes"
 """What ``--isolation none`` means, said wherever it is suggested."""
@@ -132,13 +137,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    """``codeagent run``: the sandbox starts first, and the model is asked while it boots."""
+    """``codeagent run``: the first model request and the sandbox's start both leave at once
+    (see docs/architecture.md, "A sandbox that is still starting")."""
     from ..core.bus import EventBus
     from ..core.netlog import NetworkLog
     from ..core.starting import StartingSandbox
     from ..models.settings import resolve_settings
-    from ..record.notary import cli_notary
-    from .trust import signing
 
     settings = model_settings_from(args)
     model_name, base_url, api_key = resolve_settings(settings.model, settings.base_url)
@@ -148,37 +152,31 @@ async def _run(args: argparse.Namespace) -> int:
     notebook = read_notebook(args.notebook) if args.notebook else None
     limits = limits_from(args)
     install_policy(args)  # bad install flags fail before the sandbox starts
+    check_backend(args)  # and flags no sandbox backend takes together
     hooks = hook_chain(args.hook, session_id)
     check_tool_flags(args)
-    sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
     session = CliSession(args, workdir, limits, out, session_id, hooks)
     network = NetworkLog()
     folder = Path(args.notebook).parent if args.notebook else None  # its own AGENTS.md too
     applied, instructions = read_instructions(workdir, folder)  # before sandbox code runs
     if applied:
         warn(f"codeagent: instructions: {', '.join(applied)}")
-    unstarted = make_sandbox(args, workdir, limits, on_egress=network)
-    async with (
-        StartingSandbox(unstarted, on_ready=announce) as sandbox,
-        mcp_tools(args) as session.mcp,
-    ):
-        # The kernel boots from here on; what follows does not need it.
-        model = await make_model(model_name, base_url, api_key, settings)
-        from ..record.recorder import NotebookRecorder
-        from .terminal import make_printer
+    model = make_model(model_name, base_url, api_key, settings)
+    prepared = asyncio.ensure_future(asyncio.to_thread(prepare_sandbox, args))
 
-        recorder = NotebookRecorder(out, session_id=session_id, on_saved=sign)
-        printer = make_printer(answer_on=sys.stdout)
-        sinks: list[EventSink] = [recorder, printer]
-        changes = None
-        if not args.no_snapshots:
-            sinks.insert(0, snapshot_sink(workdir, recorder))
-            sinks.insert(2, changes := changes_sink(workdir, recorder))
-        if hooks is not None:
-            sinks.append(hooks)
+    def make() -> Any:
+        return make_sandbox(args, workdir, limits, on_egress=network)
+
+    def ready(sandbox: Any) -> None:
+        announce(sandbox)
+        model.load_openai()  # for the later requests, now that the kernel is up
+
+    starting = StartingSandbox(
+        make=make, on_ready=ready, before=prepared, workdir=workdir, limits=limits
+    )
+    async with starting as sandbox, mcp_tools(args) as session.mcp:
+        bus = EventBus(keep=True)  # keeps what comes before the sinks are attached
         context = build_context(workdir, notebook)
-        bus = EventBus([s.emit for s in sinks], keep=False)
-        network.attach(bus)
         loop = build_cli_agent(
             session,
             model,
@@ -188,10 +186,21 @@ async def _run(args: argparse.Namespace) -> int:
             instructions=instructions,
             instruction_files=applied,
         )
+        running = asyncio.ensure_future(drive(loop, [args.prompt]))  # the request leaves
+        printer = None
         try:
-            finished = await drive(loop, [args.prompt])
+            sinks = session_sinks(args, workdir, out, session_id, await prepared, hooks)
+            printer, changes = sinks.printer, sinks.changes
+            attach_sinks(bus, sinks.all)
+            network.attach(bus)
+            finished = await running
         finally:
-            printer.close()
+            if not running.done():
+                running.cancel()
+                with contextlib.suppress(BaseException):
+                    await running
+            if printer is not None:
+                printer.close()
             await model.aclose()
             if hooks is not None:
                 await hooks.end({})
@@ -199,12 +208,11 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _mcp(args: argparse.Namespace) -> int:
-    try:
-        import mcp.server  # noqa: F401
-    except ImportError:
-        raise CodeAgentError(
-            "codeagent mcp needs the MCP SDK: pip install 'codeagent-jupyter[mcp]'"
-        ) from None
+    """The SDK is looked for, not imported: its import comes while the sandbox starts."""
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        raise CodeAgentError(f"codeagent mcp needs the MCP SDK: pip install {MCP_EXTRA!r}")
     from . import mcp as mcp_cli
 
     return await mcp_cli.run(args)

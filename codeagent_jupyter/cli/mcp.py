@@ -13,10 +13,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import fcntl
+import io
+import os
 import signal
+import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .args import (
     add_hooks,
@@ -83,16 +87,14 @@ def add_parser(sub: Any) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    """Serve until the client leaves; the sandbox is shut down however that happens."""
-    from mcp.server.stdio import stdio_server
+    """Serve until the client leaves; the sandbox is shut down however that happens.
 
-    from ..core.bus import EventBus
-    from ..mcp.server import build_server, instructions
-    from ..mcp.session import SAVE_DELAY_S, ToolSession, sandbox_tools
-    from ..record.notary import cli_notary
-    from ..record.recorder import NotebookRecorder
-    from ..sandbox import report
-    from .trust import signing
+    The sandbox starts first: the MCP SDK's import (about two seconds) happens while the
+    kernel boots. The protocol's stdin and stdout are moved away from fds 0 and 1 before
+    that (``claim_stdio``), so the kernel, started before the transport, cannot write into
+    the protocol's stream either."""
+    from ..core.starting import StartingSandbox
+    from .wiring import prepare_sandbox
 
     workdir = existing_workdir(args.workdir)
     session_id = uuid.uuid4().hex[:12]
@@ -101,52 +103,87 @@ async def run(args: argparse.Namespace) -> int:
     install_policy(args)  # bad install flags: one line, before anything starts
     hooks = hook_chain(args.hook, session_id)
     check_tool_flags(args)
-    sign = signing(cli_notary())  # its key exists before the sandbox, so the sandbox hides it
-    stop = _stop_on_signals()
-    # The transport takes fds 0 and 1 first: a kernel started afterwards cannot write
-    # into the protocol's stream.
-    async with stdio_server() as (read, write), make_sandbox(args, workdir, limits) as sandbox:
-        announce(sandbox)
-        recorder = NotebookRecorder(
-            out, session_id=session_id, on_saved=sign, save_delay=SAVE_DELAY_S
-        )
-        sinks: list[Any] = [recorder]
-        if not args.no_snapshots:
-            sinks.insert(0, snapshot_sink(workdir, recorder))
-        if hooks is not None:
-            sinks.append(hooks)
-        bus = EventBus([s.emit for s in sinks], keep=False)
-        network = getattr(sandbox, "network_log", None)
-        if network is not None:  # --network policy: each request in the session notebook
-            network.attach(bus)
-        offered = sandbox_tools(sandbox, workdir, install_tool(args, sandbox))
-        offered += plugin_tools(args, sandbox, attended=False)
-        tools = ToolSession(offered, sandbox, bus, hooks=hooks)
+    wire_in, wire_out = claim_stdio()
+    prepared = asyncio.ensure_future(asyncio.to_thread(prepare_sandbox, args))
 
-        async def session_for(ctx: Any) -> ToolSession:
-            return tools
+    def make() -> Any:
+        return make_sandbox(args, workdir, limits)
 
-        text = instructions(
-            report.summary(sandbox.enforcement, sandbox.limits),
-            report.warning(sandbox.enforcement),
-        )
-        server = build_server(session_for, tools.schemas, instructions_text=text)
-        warn(f"codeagent mcp: serving on stdio; session notebook {out}")
-        serving = asyncio.ensure_future(
-            server.run(read, write, server.create_initialization_options())
-        )
-        try:
-            await asyncio.wait({serving, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            serving.cancel()
-            stop.cancel()
-            with contextlib.suppress(BaseException):
-                await serving
-            tools.end("the MCP client left")
+    starting = StartingSandbox(
+        make=make, on_ready=announce, before=prepared, workdir=workdir, limits=limits
+    )
+    async with starting:
+        import anyio
+        from mcp.server.stdio import stdio_server
+
+        from ..core.bus import EventBus
+        from ..mcp.server import build_server, instructions
+        from ..mcp.session import SAVE_DELAY_S, ToolSession, sandbox_tools
+        from ..record.recorder import NotebookRecorder
+        from ..sandbox import report
+        from .trust import signing
+
+        stop = _stop_on_signals()
+        sandbox = await starting.ready()
+        sign = signing(await prepared)  # its key existed before the sandbox: it is hidden
+        stdin = anyio.wrap_file(io.TextIOWrapper(wire_in, encoding="utf-8", errors="replace"))
+        stdout = anyio.wrap_file(io.TextIOWrapper(wire_out, encoding="utf-8"))
+        async with stdio_server(stdin, stdout) as (read, write):
+            recorder = NotebookRecorder(
+                out, session_id=session_id, on_saved=sign, save_delay=SAVE_DELAY_S
+            )
+            sinks: list[Any] = [recorder]
+            if not args.no_snapshots:
+                sinks.insert(0, snapshot_sink(workdir, recorder))
             if hooks is not None:
-                await hooks.end({})
+                sinks.append(hooks)
+            bus = EventBus([s.emit for s in sinks], keep=False)
+            network = getattr(sandbox, "network_log", None)
+            if network is not None:  # --network policy: each request in the session notebook
+                network.attach(bus)
+            offered = sandbox_tools(sandbox, workdir, install_tool(args, sandbox))
+            offered += plugin_tools(args, sandbox, attended=False)
+            tools = ToolSession(offered, sandbox, bus, hooks=hooks)
+
+            async def session_for(ctx: Any) -> ToolSession:
+                return tools
+
+            text = instructions(
+                report.summary(sandbox.enforcement, sandbox.limits),
+                report.warning(sandbox.enforcement),
+            )
+            server = build_server(session_for, tools.schemas, instructions_text=text)
+            warn(f"codeagent mcp: serving on stdio; session notebook {out}")
+            serving = asyncio.ensure_future(
+                server.run(read, write, server.create_initialization_options())
+            )
+            try:
+                await asyncio.wait({serving, stop}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                serving.cancel()
+                stop.cancel()
+                with contextlib.suppress(BaseException):
+                    await serving
+                tools.end("the MCP client left")
+                if hooks is not None:
+                    await hooks.end({})
     warn(f"Session: {out}")
     return 0
+
+
+def claim_stdio() -> tuple[BinaryIO, BinaryIO]:
+    """The protocol's stdin and stdout, moved to private descriptors (above 2, closed on
+    exec); fd 0 then reads the null device and fd 1 writes to stderr, as the MCP SDK's own
+    transport arranges, but before any child process exists: nothing started afterwards
+    (the kernel, a helper) inherits the wire."""
+    sys.stdout.flush()
+    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    return os.fdopen(wire_in, "rb"), os.fdopen(wire_out, "wb")
 
 
 def _stop_on_signals() -> asyncio.Future[None]:

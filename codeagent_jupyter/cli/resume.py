@@ -153,7 +153,8 @@ async def run(args: argparse.Namespace) -> int:
         StartingSandbox(unstarted, on_ready=cli_args.announce) as sandbox,
         mcp_tools(args) as mcp,
     ):
-        model = await make_model(model_name, base_url, api_key, settings)
+        model = make_model(model_name, base_url, api_key, settings)
+        model.load_openai()  # in a thread, while the sandbox boots: the rebuild comes first
         recorder, printer = _recording(read, notary, out, session_id, fork, todo)
         install = await _reinstall(args, sandbox, todo)
         rebuilt = await rebuild(todo, sandbox, store)

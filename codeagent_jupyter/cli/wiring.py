@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import signal
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,16 +171,70 @@ def _helper_tool(s: CliSession, model: Any, earlier: Any) -> Any:
     )
 
 
-async def make_model(name: str, base_url: str, api_key: str | None, settings: Any) -> Any:
-    """The model adapter (``ModelSettings`` ``settings``), its ``openai`` import done in a
-    thread: meanwhile the event loop drives the sandbox's start."""
+def make_model(name: str, base_url: str, api_key: str | None, settings: Any) -> Any:
+    """The model adapter (``ModelSettings`` ``settings``), ready at once: its requests go
+    out through the HTTP client ``openai`` uses until ``load_openai()`` has imported
+    ``openai`` in a thread (the first request need not wait two seconds for that import)."""
+    from ..models.early import EarlyChatModel
 
-    def make() -> Any:
-        from ..models.openai_chat import OpenAIChatModel
+    return EarlyChatModel(name, base_url, api_key, **settings.client_options())
 
-        return OpenAIChatModel(name, base_url, api_key, **settings.client_options())
 
-    return await asyncio.to_thread(make)
+def attach_sinks(bus: Any, sinks: Sequence[EventSink]) -> None:
+    """Subscribe ``sinks`` to a bus made with ``keep=True`` before them: the events it kept
+    so far go to each sink in order, as if they had been there, and from now on the bus
+    keeps nothing (a long run's events stay with the sinks only)."""
+    kept, bus.events, bus.keep = list(bus.events), [], False
+    for event in kept:
+        for sink in sinks:
+            sink.emit(event)
+    for sink in sinks:
+        bus.subscribe(sink.emit)
+
+
+def prepare_sandbox(args: argparse.Namespace) -> Any:
+    """What a sandbox's start needs first, done in a thread while the first model request
+    leaves: the CLI's notary (its key made now if new, so that the sandbox hides it; the
+    notary is returned) and the import of the sandbox backend's module (jupyter_client and
+    ZMQ for a local kernel), after which making the sandbox takes no time."""
+    from ..record.notary import cli_notary
+
+    notary = cli_notary()
+    backend = ".gateway" if getattr(args, "gateway_url", "") else ".kernel"
+    importlib.import_module(backend, "codeagent_jupyter.sandbox")
+    return notary
+
+
+@dataclass
+class SessionSinks:
+    """What records and shows a ``run``: ``all`` in delivery order (the snapshots before
+    the recorder, so each save includes its step's; the change set after it)."""
+
+    all: list[EventSink]
+    printer: Any
+    changes: Any = None
+    """The change set (None with ``--no-snapshots``): ``report`` prints its line."""
+
+
+def session_sinks(
+    args: argparse.Namespace, workdir: Path, out: Path, session_id: str, notary: Any, hooks: Any
+) -> SessionSinks:
+    """The session's recorder (signing each save with ``notary``), the terminal's printer,
+    the snapshots and the change set (not with ``--no-snapshots``), then the hooks."""
+    from ..record.recorder import NotebookRecorder
+    from .terminal import make_printer
+    from .trust import signing
+
+    recorder = NotebookRecorder(out, session_id=session_id, on_saved=signing(notary))
+    printer = make_printer(answer_on=sys.stdout)
+    sinks: list[EventSink] = [recorder, printer]
+    changes = None
+    if not args.no_snapshots:
+        sinks.insert(0, snapshot_sink(workdir, recorder))
+        sinks.insert(2, changes := changes_sink(workdir, recorder))
+    if hooks is not None:
+        sinks.append(hooks)
+    return SessionSinks(sinks, printer, changes)
 
 
 async def drive(loop: Any, prompts: list[str]) -> ev.RunFinished:

@@ -182,6 +182,15 @@ class AgentLoop:
             head = HeadStart(self.bus, lambda publish: self._request(1, publish))
         try:
             await self.stop.guard(sandbox.ready(), False)
+        except RunStopped as stop:
+            if head is not None:
+                head.cancel()
+            if stop.status == ev.CANCELLED:
+                raise
+            # A budget (the wall time) ran out while the sandbox started: the run still
+            # begins, so that it is recorded, and ends on that budget at its first check.
+            await sandbox.ready()
+            return None
         except BaseException:
             if head is not None:
                 head.cancel()

@@ -30,14 +30,39 @@ class StartingSandbox:
     (a kernel half started would otherwise be left behind).
     """
 
-    def __init__(self, sandbox: Any, *, on_ready: Callable[[Any], None] | None = None) -> None:
+    def __init__(
+        self,
+        sandbox: Any = None,
+        *,
+        make: Callable[[], Any] | None = None,
+        on_ready: Callable[[Any], None] | None = None,
+        before: Awaitable[Any] | None = None,
+        workdir: Path | None = None,
+        limits: SandboxLimits | None = None,
+    ) -> None:
+        """``before``: what must be done before the kernel starts (the CLI's signing key,
+        which must exist when the sandbox decides what to hide, and the import of the
+        sandbox's modules, both in a thread); its error is the start's. ``make`` instead of
+        ``sandbox``: a function that makes the unstarted sandbox once ``before`` is done
+        (``workdir`` and ``limits`` say what it will have), so that the caller's event loop
+        is not held up making it."""
+        if (sandbox is None) == (make is None):
+            raise TypeError("give either a sandbox or make (with workdir and limits)")
+        if make is not None and (workdir is None or limits is None):
+            raise TypeError("make needs the sandbox's workdir and limits")
+        self.make = make
         self.sandbox = sandbox
-        self.workdir: Path = Path(sandbox.workdir)
-        self.limits: SandboxLimits = sandbox.limits
+        self.workdir: Path = Path(workdir if sandbox is None else sandbox.workdir)
+        self.limits: SandboxLimits = limits if sandbox is None else sandbox.limits
         self.on_ready = on_ready
+        self._before = before
         self._task: asyncio.Future[Any] = asyncio.ensure_future(self._start())
 
     async def _start(self) -> Any:
+        if self._before is not None:
+            await self._before
+        if self.make is not None:
+            self.sandbox = self.make()
         await self.sandbox.start()
         if self.on_ready is not None:
             self.on_ready(self.sandbox)
@@ -75,7 +100,8 @@ class StartingSandbox:
     async def aclose(self) -> None:
         with contextlib.suppress(BaseException):
             await asyncio.shield(self._task)
-        await self.sandbox.shutdown()
+        if self.sandbox is not None:  # None: it was never made (``before`` failed)
+            await self.sandbox.shutdown()
 
     async def __aenter__(self) -> StartingSandbox:
         return self

@@ -212,3 +212,44 @@ def test_install_flags_without_allow_install_are_one_line(tmp_path):
     )  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and "--allow-install" in result.stderr
+
+
+def pipes_of(pid: int) -> set[str]:
+    """The pipes ``pid`` holds open (``pipe:[inode]``)."""
+    found = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("pipe:"):
+            found.add(target)
+    return found
+
+
+async def test_the_kernel_started_before_the_transport_holds_no_end_of_the_wire(tmp_path):
+    """The sandbox starts before the MCP SDK is imported: the protocol's stdin and stdout
+    must be off fds 0 and 1 by then. Sandbox code writes to every standard descriptor and
+    the session goes on; no sandbox process shares a pipe with the client (the wire)."""
+    work = tmp_path / "ws"
+    work.mkdir()
+    async with client(work, tmp_path / "s.ipynb") as c:
+        attack = (
+            "import os\n"
+            "for fd in (0, 1, 2):\n"
+            "    try:\n"
+            '        os.write(fd, b\'{"jsonrpc": "2.0", "id": 1, "result": {}}\\n\')\n'
+            "    except OSError as e:\n"
+            "        print(fd, e.errno)\n"
+            "print('wrote')"
+        )
+        wrote = await c.call_tool("run_cell", {"code": attack})
+        assert "wrote" in text_of(wrote)
+        after = await c.call_tool("run_cell", {"code": "6 * 7"})
+        assert value_of(after) == "42"
+        kernels = kernel_pids(work)
+        assert kernels
+        ours = pipes_of(os.getpid())
+        assert ours  # the client's ends of the wire
+        for pid in kernels:
+            assert not pipes_of(pid) & ours, f"sandbox process {pid} holds the wire"

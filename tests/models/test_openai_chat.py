@@ -1,4 +1,6 @@
-"""The OpenAI adapter, driven through the real ``openai`` client against the scripted server."""
+"""The chat adapter against the scripted server, through each of its transports: the real
+``openai`` client, and the HTTP client ``openai`` uses (the CLI's first request): every
+test runs on both, so both send the same requests and fail with the same errors."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import pytest
 
 from codeagent_jupyter.core.ports import Model, Usage
 from codeagent_jupyter.errors import ModelError
+from codeagent_jupyter.models.chat import ChatModel, current_session
+from codeagent_jupyter.models.http_chat import HttpChatModel
 from codeagent_jupyter.models.openai_chat import OpenAIChatModel
 from tests.scripted_model import ScriptedModelServer, delay, error, text, tool_calls
 
@@ -46,10 +50,24 @@ class Recorder:
         return {"on_text": self.on_text, "on_retry": self.on_retry}
 
 
-def make(srv: ScriptedModelServer, **kw: Any) -> OpenAIChatModel:
+ADAPTERS = {"openai": OpenAIChatModel, "http": HttpChatModel}
+Adapter: type[ChatModel] = OpenAIChatModel
+"""The adapter the running test uses (set by ``adapter`` for each test)."""
+
+
+@pytest.fixture(autouse=True, params=sorted(ADAPTERS))
+def adapter(request: pytest.FixtureRequest) -> Any:
+    """Every test in this module, once per transport."""
+    global Adapter
+    Adapter = ADAPTERS[request.param]
+    yield Adapter
+    Adapter = OpenAIChatModel
+
+
+def make(srv: ScriptedModelServer, **kw: Any) -> ChatModel:
     kw.setdefault("api_key", "test-key")
     kw.setdefault("backoff", 0.01)
-    return OpenAIChatModel("scripted-model", srv.url, **kw)
+    return Adapter("scripted-model", srv.url, **kw)
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -168,7 +186,7 @@ async def test_unanswered_tool_call_fails_at_once(scripted_model: ScriptedModelS
 
 async def test_bad_key_is_clear_and_never_shown() -> None:
     with ScriptedModelServer([text("hi")], api_key="right-key") as srv:
-        model = OpenAIChatModel("m", srv.url, api_key="wrong-key-123")
+        model = Adapter("m", srv.url, api_key="wrong-key-123")
         with pytest.raises(ModelError) as info:
             await model.complete(USER, [])
         await model.aclose()
@@ -182,7 +200,7 @@ async def test_refused_connection_on_this_machine_fails_at_once(host: str) -> No
     """Nothing listens on that port: no retry can change that, so no 4 retries (18 s)."""
     with ScriptedModelServer([]) as srv:
         port = srv.url.split(":")[2].split("/")[0]  # a port that is free again once it stops
-    model, rec = OpenAIChatModel("m", f"http://{host}:{port}/v1", backoff=5.0), Recorder()
+    model, rec = Adapter("m", f"http://{host}:{port}/v1", backoff=5.0), Recorder()
     with pytest.raises(ModelError) as info:
         await model.complete(USER, [], **rec.kwargs())
     await model.aclose()
@@ -211,7 +229,7 @@ async def test_connection_dropped_by_a_server_is_retried() -> None:
 
         dropper = threading.Thread(target=drop_every_connection, daemon=True)
         dropper.start()
-        model, rec = OpenAIChatModel("m", url, max_retries=1, backoff=0.01), Recorder()
+        model, rec = Adapter("m", url, max_retries=1, backoff=0.01), Recorder()
         try:
             with pytest.raises(ModelError, match=r"failed after 2 attempts: connection to http"):
                 await model.complete(USER, [], **rec.kwargs())
@@ -268,3 +286,35 @@ def test_one_model_serves_several_event_loops(scripted_model: ScriptedModelServe
             await model.aclose()
 
     assert [asyncio.run(ask()) for _ in range(2)] == ["one", "two"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_both_transports_send_the_same_request(
+    scripted_model: ScriptedModelServer, stream: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same body and the same headers (but for the connection's own) from both, the
+    organisation and project that ``openai`` reads from the environment included."""
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-1")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-1")
+    scripted_model.set_script([text("one"), text("two")])
+    for cls in (OpenAIChatModel, HttpChatModel):
+        model = cls(
+            "m", scripted_model.url, "k", stream=stream, extra_body={"top_k": 3}, send_session=True
+        )
+
+        async def ask(model: ChatModel = model) -> None:
+            token = current_session.set("s1")
+            try:
+                await model.complete(USER, TOOLS)
+            finally:
+                current_session.reset(token)
+                await model.aclose()
+
+        asyncio.run(ask())
+    own = {"host", "content-length", "accept-encoding", "connection"}
+    openai_sent, http_sent = (
+        {k: v for k, v in h.items() if k not in own} for h in scripted_model.headers
+    )
+    assert http_sent == openai_sent and openai_sent["openai-project"] == "proj-1"
+    assert openai_sent["x-codeagent-session"] == "s1"
+    assert scripted_model.requests[0] == scripted_model.requests[1]

@@ -13,14 +13,15 @@ import pytest
 
 from codeagent_jupyter.core.usage import empty_reply_error, is_empty
 from codeagent_jupyter.errors import ModelError
-from codeagent_jupyter.models.openai_chat import DEFAULT_MAX_OUTPUT_TOKENS, OpenAIChatModel
-from tests.models.test_openai_chat import TOOLS, USER, Recorder
+from codeagent_jupyter.models.chat import DEFAULT_MAX_OUTPUT_TOKENS, ChatModel
+from tests.models import test_openai_chat as adapters
+from tests.models.test_openai_chat import TOOLS, USER, Recorder, adapter  # noqa: F401 (each test on both transports)
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
 
 
-def make(srv: ScriptedModelServer, **kw: Any) -> OpenAIChatModel:
+def make(srv: ScriptedModelServer, **kw: Any) -> ChatModel:
     kw.setdefault("backoff", 0.01)
-    return OpenAIChatModel("local", srv.url, **kw)
+    return adapters.Adapter("local", srv.url, **kw)
 
 
 def history_after_a_call() -> list[dict[str, Any]]:
