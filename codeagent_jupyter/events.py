@@ -4,7 +4,7 @@ Events are the one-way channel from the loop to everything that shows or stores 
 (the notebook recorder, the server's WebSocket stream, the CLI printer, the widget).
 They are frozen dataclasses with a stable JSON form (``to_dict``/``from_dict``) so a
 client written against ``FORMAT_VERSION`` can read them from any of those places. The words
-the events use (run statuses, tool statuses, the tool sets every layer tells apart) are
+the events use (run statuses, tool statuses, the traits a tool declares) are
 declared here once too.
 
 Longer than 300 lines on purpose: it is the one list of the event contract, every type next
@@ -39,17 +39,101 @@ NOT_RUN: frozenset[str] = frozenset({"refused", "denied"})
 """Statuses of calls that did not run: malformed or refused (``refused``), or not allowed by
 the user or a hook (``denied``)."""
 
-# The tool names the layers above the tools need to tell apart, and the sets they form.
-KERNEL_TOOLS = ("run_cell", "run_command")
-"""Tools that run code in the sandbox kernel: each call is a code cell (the ones a user
-accepts into a notebook)."""
-WORKSPACE_WRITERS = frozenset({*KERNEL_TOOLS, "write_file", "edit_file"})
-"""Tools whose call may change the workspace: recorded as code cells (``write_file`` as
-``%%writefile``) so a re-run recreates their effects, and snapshotted after."""
-EDIT_TOOL = "edit_cell"
-PLAN_TOOL = "update_plan"
-HELPER_TOOL = "delegate"
-"""The tool that starts helper agents (its name is part of the model's contract)."""
+ToolRuns = Literal["kernel", "workspace", "host", "none"]
+"""Where a tool's call runs: in the sandbox kernel, on the workspace's files (confined, on the
+host), outside the sandbox with the host's privileges, or nowhere (a note, a plan)."""
+
+
+@dataclass(frozen=True)
+class ToolTraits:
+    """What a tool is, declared once on the tool (``tools/registry.py``) and carried by its
+    events, so that no layer above the tools tells tools apart by their names.
+
+    The defaults fail closed: a tool that says nothing runs outside the sandbox, is seen by
+    the policy hook and writes nothing the recorder would re-run.
+    """
+
+    runs: ToolRuns = "host"
+    writes_workspace: bool = False
+    """A call may change the workspace: snapshotted after, and re-run on resume."""
+    approval: Literal["auto", "ask"] = "auto"
+    """The approval it gets when the configuration names no other for it."""
+    policy_checked: bool | None = None
+    """The policy hook checks its calls; unset: every tool that runs code (``kernel``,
+    ``host``) is checked, so a new tool is covered unless it says otherwise."""
+    language: Literal["python", "shell", ""] = ""
+    """What its display code is (``ToolCallStarted.code``): highlighted and handed to a
+    notebook as such (``shell``: as ``!command``)."""
+    shown_as: Literal["cell", "line", "plan"] = "line"
+    """How people see a call: a code cell (the panel's cells, a user accepts them), one line
+    with its outcome, or the plan's checklist (no line of its own)."""
+    over_mcp: bool = True
+    """Offered to other agents over MCP; false for a tool of our own agent's (its plan, a
+    proposal to the user's notebook, its helper agents)."""
+    starts_agents: bool = False
+    """Its calls run agents whose events arrive under it (``HelperEvent``): shown grouped."""
+
+    def __post_init__(self) -> None:
+        if self.policy_checked is None:
+            object.__setattr__(self, "policy_checked", self.runs in ("kernel", "host"))
+
+    @classmethod
+    def from_json(cls, data: Any) -> ToolTraits | None:
+        """The traits of an event's JSON form (unknown keys of newer writers ignored)."""
+        if isinstance(data, ToolTraits) or data is None:
+            return data
+        if not isinstance(data, dict):
+            return None
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+UNKNOWN_TOOL = ToolTraits()
+"""The traits of a tool that declares none: outside the sandbox, checked by the policy."""
+
+RECORDED_BEFORE_TRAITS: dict[str, ToolTraits] = {
+    "run_cell": ToolTraits("kernel", True, language="python", shown_as="cell"),
+    "run_command": ToolTraits("kernel", True, language="shell", shown_as="cell"),
+    "write_file": ToolTraits("workspace", True),
+    "edit_file": ToolTraits("workspace", True),
+    "read_file": ToolTraits("workspace"),
+    "list_files": ToolTraits("workspace"),
+    "search_files": ToolTraits("workspace"),
+    "view_image": ToolTraits("workspace"),
+    "update_plan": ToolTraits("none", shown_as="plan", over_mcp=False),
+    "edit_cell": ToolTraits("none", language="python", shown_as="cell", over_mcp=False),
+    "install_packages": ToolTraits("host", policy_checked=False),
+    "delegate": ToolTraits("host", True, policy_checked=False, over_mcp=False, starts_agents=True),
+}
+"""The built-in tools' traits for events and notebooks written before events carried them
+(old recordings still load, fold and resume); ``tests/tools/test_registry.py`` keeps it equal
+to what the tools declare. Never consulted for a call that carries its traits."""
+
+
+CODE_ARGUMENT_BEFORE_TRAITS: dict[str, str] = {
+    "run_cell": "code",
+    "run_command": "command",
+    "edit_cell": "new_source",
+}
+"""Where an older recording's ``ToolCallStarted`` holds its display code (it has no ``code``)."""
+
+
+def code_before_traits(name: str, arguments: Any) -> str | None:
+    """The display code of a call recorded (or built) without traits: the built-in tool's
+    argument that held it, or None."""
+    args = arguments if isinstance(arguments, dict) else {}
+    value = args.get(CODE_ARGUMENT_BEFORE_TRAITS.get(name, ""))
+    return value if isinstance(value, str) else None
+
+
+def traits_for(name: str, carried: Any = None) -> ToolTraits:
+    """A call's traits: those its event carried, else (an older recording) the built-in
+    tool's of that name, else the fail-closed ``UNKNOWN_TOOL``."""
+    traits = ToolTraits.from_json(carried)
+    if traits is not None:
+        return traits
+    return RECORDED_BEFORE_TRAITS.get(name, UNKNOWN_TOOL)
+
 
 _REGISTRY: dict[str, type[Event]] = {}
 
@@ -137,8 +221,8 @@ class AssistantMessage(Event):
 class ModelRetry(Event):
     """A model request failed in a way worth retrying; the loop waits ``wait_s`` and tries again.
 
-    ``attempt`` 0 is a note rather than a failure count: the model adapter changed how it asks
-    (e.g. a server that cannot stream tool calls is asked without streaming from then on).
+    Recordings made before ``ModelNote`` existed use ``attempt`` 0 for a note; readers still
+    take it as one (``ModelNote``), writers no longer do.
     """
 
     type: ClassVar[str] = "model_retry"
@@ -146,6 +230,17 @@ class ModelRetry(Event):
     attempt: int = 0
     wait_s: float = 0.0
     reason: str = ""
+
+
+@dataclass(frozen=True)
+class ModelNote(Event):
+    """The model adapter changed how it asks, for the rest of the session (e.g. a server that
+    cannot stream tool calls is asked without streaming from then on): a note for people, not
+    a failure."""
+
+    type: ClassVar[str] = "model_note"
+    step: int = 0
+    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -157,6 +252,28 @@ class ToolCallStarted(Event):
     tool_call_id: str = ""
     name: str = ""
     arguments: Any = None
+    code: str | None = None
+    """What the call runs or shows, for display (a cell's code, a command): the tool's own
+    ``code`` of the arguments; None for a tool without one."""
+    cell: str | None = None
+    """The notebook cell the call becomes once it ran (it changes the workspace, a re-run
+    recreates it); None: it is recorded as a note."""
+    traits: ToolTraits | None = None
+    """The tool's traits (None in recordings made before events carried them)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "traits", ToolTraits.from_json(self.traits))
+
+    @property
+    def tool(self) -> ToolTraits:
+        """The traits to act on (``traits_for``: an older recording's by the tool's name)."""
+        return traits_for(self.name, self.traits)
+
+    def shown_code(self) -> str | None:
+        """The display code: ``code``, or in an older recording the argument that held it."""
+        if self.traits is not None or self.code is not None:
+            return self.code
+        return code_before_traits(self.name, self.arguments)
 
 
 @dataclass(frozen=True)
@@ -216,10 +333,26 @@ class ToolCallFinished(Event):
     ``edit_file``'s change: ``{path, diff, replacements, old_string, new_string}``."""
     packages: list[dict[str, Any]] | None = None
     """``install_packages``' wheels: ``[{name, version, sha256, size_bytes, index, …}]``."""
+    traits: ToolTraits | None = None
+    """The tool's traits, as on ``ToolCallStarted`` (None in older recordings)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "traits", ToolTraits.from_json(self.traits))
+
+    @property
+    def tool(self) -> ToolTraits:
+        """The traits to act on (``traits_for``: an older recording's by the tool's name)."""
+        return traits_for(self.name, self.traits)
 
     @classmethod
     def from_outcome(
-        cls, outcome: Any, *, step: int, tool_call_id: str, name: str
+        cls,
+        outcome: Any,
+        *,
+        step: int,
+        tool_call_id: str,
+        name: str,
+        traits: ToolTraits | None = None,
     ) -> ToolCallFinished:
         """The event of a finished call: the outcome's fields, plus which call it was.
 
@@ -230,7 +363,7 @@ class ToolCallFinished(Event):
         data["result"] = outcome.text
         data["outputs"] = list(outcome.outputs)
         data["duration_s"] = round(outcome.duration_s, 3)
-        return cls(step=step, tool_call_id=tool_call_id, name=name, **data)
+        return cls(step=step, tool_call_id=tool_call_id, name=name, traits=traits, **data)
 
 
 @dataclass(frozen=True)

@@ -249,7 +249,7 @@ class TerminalPrinter(ProgressPrinter):
         self.status.tokens = ev.tokens_label(total, e.total_estimated)
 
     def _details(self, e: ev.ToolCallFinished) -> list[str]:
-        if self._shown.pop(e.tool_call_id, 0) and e.name in ev.KERNEL_TOOLS:
+        if self._shown.pop(e.tool_call_id, 0) and e.tool.runs == "kernel":
             return []  # its output was shown as it came
         return super()._details(e)
 

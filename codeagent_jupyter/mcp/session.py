@@ -25,7 +25,7 @@ from ..core.bus import EventBus
 from ..core.outcome import ToolOutcome
 from ..core.runner import ToolRunner
 from ..core.toolset import ToolContext, Toolset, combine
-from .results import NOT_OFFERED, offered
+from .results import is_offered, offered
 
 CLIENT_UNKNOWN = "an MCP client"
 SAVE_DELAY_S = 0.25
@@ -90,7 +90,7 @@ class ToolSession:
         self.sandbox = sandbox
         self.bus = bus
         self.config = config or AgentConfig()
-        self.schemas = offered(self.tools.schemas())
+        self.schemas = offered(self.tools)
         self.names = {s["function"]["name"] for s in self.schemas}
         self.runner = ToolRunner(
             self.tools,
@@ -135,7 +135,7 @@ class ToolSession:
         if self.ended:
             return ToolOutcome.refused("Error: this MCP session has ended; start a new one")
         self.begin(client)
-        if name in NOT_OFFERED or name not in self.names:
+        if name not in self.names or not is_offered(self.tools, name):
             available = ", ".join(sorted(self.names))
             return ToolOutcome.refused(f"Error: unknown tool {name!r}; available: {available}")
         async with self._lock:

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .. import events as ev
 from ..core.ports import SandboxPort
 from ..util.textbounds import strip_ansi
 
@@ -60,7 +61,7 @@ async def reexecute(notebook: Any, sandbox: SandboxPort) -> list[CellCheck]:
         if meta.get("child"):
             continue  # a helper's cell: it ran in the helper's own sandbox and workspace
         result = await sandbox.execute(_text(cell.get("source", "")))
-        if meta.get("tool") == "write_file":
+        if ev.traits_for(str(meta.get("tool", ""))).runs != "kernel":
             continue  # it recreates a file later cells read; its own output is not recorded
         expected = normalise(list(cell.get("outputs", [])))
         actual = normalise(result.outputs)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import events as ev
 from ..core.ports import SandboxPort
 from ..errors import ConfigError
 from ..util.disk_budget import DiskBudgetError
@@ -99,7 +100,7 @@ async def rebuild(plan: ResumePlan, sandbox: SandboxPort, store: SnapshotStore |
         if result.status != "ok":
             reason = _error_line(result.outputs) or result.note or result.status
             done.problems.append(f"{label} failed on re-run: {reason}")
-        elif meta.get("tool") != "write_file":
+        elif ev.traits_for(str(meta.get("tool", ""))).runs == "kernel":  # outputs recorded
             expected, actual = normalise(list(cell.outputs)), normalise(result.outputs)
             if expected != actual:
                 done.problems.append(f"{label} differs on re-run: {difference(expected, actual)}")

@@ -103,7 +103,7 @@ class McpHub:
     def __init__(self, manager: Any) -> None:
         self.manager = manager
         unstarted = sandbox_tools(None, manager.root_dir, _unasked_install(manager, None))
-        self.schemas = offered(combine(unstarted).schemas())
+        self.schemas = offered(combine(unstarted))
         self.sessions: dict[tuple[str, str], McpSession] = {}
         self._creating: dict[tuple[str, str], asyncio.Future[McpSession]] = {}
         self._summary = ""
