@@ -255,7 +255,7 @@ class ToolCallStarted(Event):
     code: str | None = None
     """What the call runs or shows, for display (a cell's code, a command): the tool's own
     ``code`` of the arguments; None for a tool without one."""
-    cell: str | None = None
+    cell_source: str | None = None
     """The notebook cell the call becomes once it ran (it changes the workspace, a re-run
     recreates it); None: it is recorded as a note."""
     traits: ToolTraits | None = None

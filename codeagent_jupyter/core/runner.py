@@ -131,7 +131,7 @@ class ToolRunner:
             name=name,
             arguments=arguments,
             code=code,
-            cell=cell,
+            cell_source=cell,
             traits=traits,
         )
         try:

@@ -14,21 +14,29 @@ from typing import Any
 
 import nbformat
 
-from ..events import NOT_RUN, ToolCallStarted
+from ..events import NOT_RUN, ToolCallFinished, ToolCallStarted
+from ..util.shell_cells import command_source
 from ..util.nbschema import validate
 
 OUTPUT_CAP = 2_000_000
 """Characters of outputs kept per cell: a safety net behind the sandbox's own bound."""
 
 
-def cell_source(started: ToolCallStarted | None, status: str) -> str | None:
-    """The source of the code cell a tool call becomes: the cell its tool gave for it
-    (``ToolCallStarted.cell``), when the tool writes the workspace and the call ran (a cell
-    that failed in the kernel ran too); None when it becomes a note."""
-    if started is None or started.cell is None or not started.tool.writes_workspace:
+def cell_source(started: ToolCallStarted | None, finished: ToolCallFinished) -> str | None:
+    """The source of the code cell a tool call becomes, or None when it becomes a note: the
+    cell its tool gave for it (``ToolCallStarted.cell_source``) when the tool writes the
+    workspace and the call ran (a cell that failed in the kernel ran too). A call that
+    carries no cell (an older writer's) of a code tool becomes the code that ran."""
+    traits = started.tool if started is not None else finished.tool
+    ran = finished.status == "ok" or (traits.runs == "kernel" and finished.status not in NOT_RUN)
+    if not traits.writes_workspace or not ran:
         return None
-    ran = status == "ok" or (started.tool.runs == "kernel" and status not in NOT_RUN)
-    return started.cell if ran else None
+    if started is not None and started.cell_source is not None:
+        return started.cell_source
+    code = finished.code
+    if code is None or not traits.language:
+        return None
+    return command_source(code) if traits.language == "shell" else code
 
 
 def clean_outputs(outputs: list[dict[str, Any]], cap: int = OUTPUT_CAP) -> list[Any]:

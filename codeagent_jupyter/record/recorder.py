@@ -242,7 +242,7 @@ class NotebookRecorder:
             self._packages_installed(e)
         if e.tool.shown_as == "plan" and e.status == "ok":
             return None  # the plan_updated cell shows it
-        source = cell_source(started, e.status)
+        source = cell_source(started, e)
         if e.tool.writes_workspace and e.edit:  # a file's edit: its diff
             meta["diff"] = e.edit.get("diff", "")
         if source is None:
