@@ -24,6 +24,12 @@ from .file_steps import DIFF_INDENT, bounded, clip, count, edited_path, file_dif
 _MARK = {"done": "[x]", "in_progress": "[~]", "pending": "[ ]"}
 
 
+IGNORED_EVENTS: frozenset[type[ev.Event]] = frozenset({ev.ApprovalDecided, ev.CellDecision})
+"""Events the plain trace does not show: a decision shows as the call starting or as its
+denial; a cell's acceptance happens in a notebook, after the run
+(``tests/core/test_sinks_cover_events.py`` holds every other event to a ``case``)."""
+
+
 class ProgressPrinter:
     """Writes a compact, human-readable trace of the events to a stream (stderr by default)."""
 
@@ -72,6 +78,8 @@ class ProgressPrinter:
                 self._helper_event(event)
             case ev.NetworkRequest():
                 self._write(f"   net: {clip(event.summary())}")
+            case ev.PackagesInstalled():
+                self._write(f"== {clip(event.summary())}")
 
     def close(self) -> None:
         """Called once the run is over, whatever happened: nothing to undo in plain text."""

@@ -136,7 +136,7 @@ class TerminalPrinter(ProgressPrinter):
         self._unfinished = ""  # that line as it came, carriage returns included
 
     def emit(self, event: ev.Event) -> None:
-        super().emit(event)
+        super().emit(event)  # every event is the plain trace's first; the status line after
         match event:
             case ev.RunStarted():
                 self.status.doing("waiting for the model")

@@ -15,8 +15,8 @@ from typing import Any
 import nbformat
 
 from ..events import NOT_RUN, ToolCallFinished, ToolCallStarted
-from ..util.shell_cells import command_source
 from ..util.nbschema import validate
+from ..util.shell_cells import command_source
 
 OUTPUT_CAP = 2_000_000
 """Characters of outputs kept per cell: a safety net behind the sandbox's own bound."""

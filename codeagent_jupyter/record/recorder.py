@@ -50,7 +50,21 @@ from .reader import SessionRecord, load_session, read_session
 
 __all__ = ["OUTPUT_CAP", "NotebookRecorder", "SessionRecord", "load_session", "scrub"]
 
-_NO_SAVE = {"tool_call_started", "usage", "model_retry", "network_request"}
+IGNORED_EVENTS: frozenset[type[ev.Event]] = frozenset(
+    {
+        ev.TextDelta,
+        ev.CellOutput,
+        ev.ModelRetry,
+        ev.ModelNote,
+        ev.ApprovalRequested,
+        ev.ApprovalDecided,
+        ev.SessionRestored,
+    }
+)
+"""Events that make no cell: live display only (``NOT_LOGGED``), or kept in the event log
+alone (a retry, a note, an approval, a restore: the log is what a replay folds). Every other
+event has its ``case`` in ``emit`` (``tests/core/test_sinks_cover_events.py``)."""
+_NO_SAVE = {"tool_call_started", "usage", "model_retry", "model_note", "network_request"}
 """Events saved with the next step, not on their own (a cell may make many requests)."""
 SAVE_WITHIN = 8
 """A deferred save waits at most this many ``save_delay``s after its first unsaved step."""

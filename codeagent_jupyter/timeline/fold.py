@@ -40,6 +40,11 @@ def fold(events: Iterable[ev.Event], state: SessionState | None = None) -> Sessi
     return state
 
 
+IGNORED_EVENTS: frozenset[type[ev.Event]] = frozenset()
+"""Events the timeline does not fold: none (``tests/core/test_sinks_cover_events.py``); the
+``case _`` below is for types of a newer writer."""
+
+
 def reduce(state: SessionState, event: ev.Event) -> SessionState:
     """The state after ``event``. Events already seen (by ``seq``) are ignored."""
     if event.seq <= state.last_seq:
