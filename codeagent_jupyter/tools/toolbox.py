@@ -31,7 +31,8 @@ class ToolBox:
 
     ``sandbox`` may still be starting (``core.starting.StartingSandbox``): a cell waits
     for it, the file tools do not need it. With ``vision`` (a model that sees) the images
-    a cell displays travel on its outcome and ``view_image`` is offered.
+    a cell displays travel on its outcome and ``view_image`` is offered. ``tools``: more
+    tools it runs (a plugin's ``Tool``s), offered after its own.
     """
 
     def __init__(
@@ -44,6 +45,7 @@ class ToolBox:
         notebook_cells: dict[str, str] | None = None,
         cell_labels: dict[str, str] | None = None,
         vision: bool = False,
+        tools: Iterable[Tool] = (),
     ) -> None:
         self.sandbox = sandbox
         self.root = Path(workdir).resolve()
@@ -51,16 +53,18 @@ class ToolBox:
         self.notebook_cells = notebook_cells or {}
         self.cell_labels = cell_labels or {}
         self.vision = vision
-        tools = [*STANDARD, *(FOR_NOTEBOOK if self.notebook_cells else ())]
-        tools += FOR_SEEING if vision else ()
+        offered = [*STANDARD, *(FOR_NOTEBOOK if self.notebook_cells else ())]
+        offered += [*(FOR_SEEING if vision else ()), *tools]
         if enabled is not None:
             wanted = list(enabled)
-            unknown = sorted(set(wanted) - {t.name for t in tools})
+            unknown = sorted(set(wanted) - {t.name for t in offered})
             if unknown:
                 raise ConfigError(f"unknown tool(s): {', '.join(unknown)}")
-            tools = [t for t in tools if t.name in wanted]
-        self._tools = {t.name: t for t in tools}
-        self._schemas = [t.schema() for t in tools]
+            offered = [t for t in offered if t.name in wanted]
+        self._tools = {t.name: t for t in offered}
+        if len(self._tools) < len(offered):
+            raise ConfigError("a tool name is offered twice")
+        self._schemas = [t.schema() for t in offered]
 
     @property
     def names(self) -> set[str]:
