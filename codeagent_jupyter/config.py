@@ -16,11 +16,17 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
-def _setting(default: Any, help: str, *, name: str = "") -> Any:
+def _setting(
+    default: Any, help: str, *, name: str = "", enforced_as: str = "", figure: str = ""
+) -> Any:
     """A settings field with its help text: the one description of the knob that the
     server's traits (``c.CodeAgent.…``) and the CLI's flags show too. ``name``: the
-    trait's and flag's name where it is not the field's own."""
-    return field(default=default, metadata={"help": help, "name": name})
+    trait's and flag's name where it is not the field's own. For a sandbox limit,
+    ``enforced_as``: its key in ``Sandbox.enforcement`` (how this machine enforces it,
+    ``"none"`` when nothing does: then the report names it as a gap), and ``figure``: how
+    the one-line report states it (``"memory {} MiB"``)."""
+    metadata = {"help": help, "name": name, "enforced_as": enforced_as, "figure": figure}
+    return field(default=default, metadata=metadata)
 
 
 def _help(cls: type, name: str) -> str:
@@ -36,26 +42,38 @@ class SandboxLimits:
     """
 
     memory_mb: int = _setting(
-        2048, "Data-segment limit (RLIMIT_DATA) in MiB; a larger allocation raises MemoryError."
+        2048,
+        "Data-segment limit (RLIMIT_DATA) in MiB; a larger allocation raises MemoryError.",
+        enforced_as="memory",
+        figure="memory {} MiB",
     )
     cpu_seconds: int = _setting(
         600,
         "CPU seconds each cell may use (RLIMIT_CPU, re-armed before every cell); past it the "
         "cell ends with CPUBudgetExceeded and the kernel keeps its state.",
+        enforced_as="cpu",
+        figure="cpu {} s per cell",
     )
     """Threads a cell leaves running get one more budget after the cell, then the kernel is
     ended (SIGXCPU) and restarted. Per process, all its threads together: eight busy threads
     use it eight times as fast. The kernel's whole life is capped at 100 budgets (a hard
     limit code in the kernel cannot lift); past it the kernel is killed and restarted."""
     cell_timeout: float = _setting(
-        60.0, "Wall seconds one cell may run before it is interrupted (then restarted if needed)."
+        60.0,
+        "Wall seconds one cell may run before it is interrupted (then restarted if needed).",
+        figure="cell {:g} s",
     )
     output_bytes: int = _setting(
         1_000_000, "Bytes of output kept per cell in the recording; the rest is cut with a marker."
     )
-    file_size_mb: int = _setting(512, "Largest file the kernel may write (RLIMIT_FSIZE), in MiB.")
+    file_size_mb: int = _setting(
+        512, "Largest file the kernel may write (RLIMIT_FSIZE), in MiB.", enforced_as="file_size"
+    )
     max_processes: int = _setting(
-        512, "Processes and threads the sandbox may hold at once (cgroup pids.max or RLIMIT_NPROC)."
+        512,
+        "Processes and threads the sandbox may hold at once (cgroup pids.max or RLIMIT_NPROC).",
+        enforced_as="processes",
+        figure="processes {}",
     )
     """Threads count: the kernel itself holds about a dozen, a BLAS or OpenMP pool one per
     thread, joblib one process per worker. The launcher sizes OpenMP/OpenBLAS/MKL pools to
@@ -74,7 +92,23 @@ class SandboxLimits:
         "Disk the workspace may use, in MiB, counting each file's full length (sparse files "
         "too); watched for the sandbox's whole life, whose processes are stopped once over "
         "(the run fails), and checked before every copy into the workspace.",
+        figure="disk {} MiB",
     )
+
+    @classmethod
+    def enforced_keys(cls) -> tuple[str, ...]:
+        """The ``Sandbox.enforcement`` keys of the limits that declare one, in their order:
+        what the launcher reports (``"none"`` when unenforced) and the report checks."""
+        return tuple(f.metadata["enforced_as"] for f in fields(cls) if f.metadata["enforced_as"])
+
+    def figures(self) -> list[str]:
+        """The limits as the one-line report states them (``memory 2048 MiB``), each from
+        its declaration's ``figure``; a limit of 0 or None (not set) is left out."""
+        return [
+            f.metadata["figure"].format(getattr(self, f.name))
+            for f in fields(self)
+            if f.metadata["figure"] and getattr(self, f.name)
+        ]
 
     @classmethod
     def help(cls, name: str) -> str:
