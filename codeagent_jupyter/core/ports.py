@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..config import SandboxLimits
-from ..events import CellStatus, Event, ToolTraits
+from ..events import CellStatus, Event
+from ..traits import ToolTraits
 from ..util.disk_budget import OverBudget
 from ..util.textbounds import render_outputs
 

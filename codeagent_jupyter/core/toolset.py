@@ -16,7 +16,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..config import AgentConfig
 from ..errors import ConfigError, ToolArgumentError
-from ..events import UNKNOWN_TOOL, Event, ToolTraits
+from ..events import Event
+from ..traits import UNKNOWN_TOOL, ToolTraits
 from .outcome import ToolOutcome
 from .ports import OutputCallback, ToolHooks, Usage
 

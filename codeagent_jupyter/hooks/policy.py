@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from .. import events as ev
+from ..traits import code_before_traits, traits_for
 from .base import Allow, Deny, ToolCall
 from .commands import cell_commands
 
@@ -66,13 +66,11 @@ class PolicyHook:
         """Tools checked besides those whose traits ask for it (by name: the option)."""
 
     def before_tool(self, call: ToolCall) -> Allow | Deny:
-        traits = ev.traits_for(call.name, call.traits)
+        traits = traits_for(call.name, call.traits)
         if not traits.policy_checked and call.name not in self.tools:
             return Allow()
         code = (
-            call.code
-            if call.traits is not None
-            else ev.code_before_traits(call.name, call.arguments)
+            call.code if call.traits is not None else code_before_traits(call.name, call.arguments)
         )
         for rules, text in self._checks(traits.language, code, call.arguments):
             for pattern, what in rules:

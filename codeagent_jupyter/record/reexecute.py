@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .. import events as ev
 from ..core.ports import SandboxPort
+from ..traits import traits_for
 from ..util.textbounds import strip_ansi
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
@@ -56,7 +56,7 @@ def outputs_recorded(meta: dict[str, Any]) -> bool:
     cell of a tool that runs in the kernel, or one not made by a tool call. A file tool's
     cell (``%%writefile``) recreates a file, and its own output was never recorded."""
     tool = meta.get("tool")
-    return not tool or ev.traits_for(str(tool)).runs == "kernel"
+    return not tool or traits_for(str(tool)).runs == "kernel"
 
 
 async def reexecute(notebook: Any, sandbox: SandboxPort) -> list[CellCheck]:

@@ -23,7 +23,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from ..errors import ToolArgumentError
-from ..events import UNKNOWN_TOOL, ToolTraits
+from ..traits import UNKNOWN_TOOL, ToolTraits
 
 Handler = Callable[..., Awaitable[Any]]
 Describe = Callable[[dict[str, Any]], "str | None"]

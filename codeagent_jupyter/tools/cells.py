@@ -13,7 +13,7 @@ from ..core.outcome import ToolOutcome
 from ..core.ports import ExecResult, OutputCallback
 from ..core.starting import StartingSandbox
 from ..errors import ToolError
-from ..events import ToolTraits
+from ..traits import ToolTraits
 from ..util.shell_cells import command_source
 from . import listing, view
 from ._schema import Tool, obj

@@ -42,7 +42,7 @@ from ..core.outcome import ToolOutcome
 from ..core.ports import EventSink, Model, SnapshotPort
 from ..core.toolset import ToolContext
 from ..errors import ToolArgumentError, ToolError
-from ..events import ToolTraits
+from ..traits import ToolTraits
 from ..util.disk_budget import DiskBudgetError
 from ._schema import Tool
 from .helper_files import copy_back, copy_out

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.outcome import ToolOutcome
 from ..errors import ToolError
-from ..events import ToolTraits
+from ..traits import ToolTraits
 from ..util.textbounds import head_tail
 from ._schema import Tool, obj
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.outcome import ToolOutcome
 from ..errors import ToolArgumentError, ToolError
-from ..events import ToolTraits
+from ..traits import ToolTraits
 from ..util.confined import TooLargeError, Workspace
 from ..util.disk_budget import DiskBudgetError, check_room
 from ..util.textbounds import head_tail

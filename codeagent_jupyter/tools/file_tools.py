@@ -8,7 +8,7 @@ import shlex
 from typing import Any
 
 from ..core.outcome import ToolOutcome
-from ..events import ToolTraits
+from ..traits import ToolTraits
 from . import files
 from ._schema import Tool, obj
 

@@ -21,8 +21,8 @@ from typing import Any
 from ..core.outcome import ToolOutcome
 from ..core.toolset import ToolContext
 from ..errors import ToolArgumentError, ToolError
-from ..events import ToolTraits
 from ..packages.installer import Installer, Plan
+from ..traits import ToolTraits
 from ..util.sizes import size_text
 from ._schema import Tool, check, obj
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..core.outcome import ToolOutcome
 from ..errors import ToolArgumentError
-from ..events import ToolTraits
+from ..traits import ToolTraits
 from ._schema import Tool, obj
 
 STATUSES = ("pending", "in_progress", "done")

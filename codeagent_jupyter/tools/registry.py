@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..config import compose_prompt
-from ..events import UNKNOWN_TOOL, ToolTraits
+from ..traits import UNKNOWN_TOOL, ToolTraits
 from . import delegate, install, view
 from ._schema import Tool
 from .standard import FOR_NOTEBOOK, FOR_SEEING, STANDARD

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core.outcome import ToolOutcome
 from ..errors import ToolArgumentError, ToolError
-from ..events import ToolTraits
+from ..traits import ToolTraits
 from ..util.confined import TooLargeError, Workspace
 from ..util.textbounds import head_tail
 from ._schema import Tool, obj

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from codeagent_jupyter import events as ev
+from codeagent_jupyter import traits as tr
 from codeagent_jupyter.core.bus import EventBus
 from codeagent_jupyter.core.outcome import ToolOutcome
 from codeagent_jupyter.core.runner import ToolRunner
@@ -31,7 +32,7 @@ async def fetch_dataset(box: Any, *, name: str) -> ToolOutcome:
 def _plugin_tool(**traits: Any) -> Tool:
     return Tool.function(
         fetch_dataset,
-        traits=ev.ToolTraits("kernel", **traits),
+        traits=tr.ToolTraits("kernel", **traits),
         code=lambda args: f"!{args['name']}.sh",  # built, not passed: a shell line
     )
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from codeagent_jupyter import events as ev
+from codeagent_jupyter import traits as tr
 from codeagent_jupyter.core.toolset import combine, describe
 from codeagent_jupyter.tools import registry
 from codeagent_jupyter.tools._schema import Tool
@@ -22,7 +23,7 @@ from codeagent_jupyter.tools.toolbox import ToolBox
 PACKAGE = Path(registry.__file__).resolve().parents[1]
 
 ALLOWED: dict[str, set[str]] = {
-    "events.py": set(ev.RECORDED_BEFORE_TRAITS),
+    "traits.py": set(tr.RECORDED_BEFORE_TRAITS),
     # the fallback for recordings made before events carried traits, by its own name
 }
 """Modules (relative to the package) that may name built-in tools, and which, with why."""
@@ -71,8 +72,8 @@ def test_the_grep_sees_a_name_list(tmp_path: Path) -> None:
 def test_every_builtin_declares_traits_and_the_old_table_agrees() -> None:
     """The fallback names only tools that exist, with their own traits (a tool added later
     never needs it: its events carry its traits)."""
-    assert set(ev.RECORDED_BEFORE_TRAITS) <= set(registry.BUILTIN)
-    for name, traits in ev.RECORDED_BEFORE_TRAITS.items():
+    assert set(tr.RECORDED_BEFORE_TRAITS) <= set(registry.BUILTIN)
+    for name, traits in tr.RECORDED_BEFORE_TRAITS.items():
         assert registry.BUILTIN[name].traits == traits, name
     for name, tool in registry.BUILTIN.items():
         assert registry.traits_of(name) == tool.traits
@@ -81,14 +82,14 @@ def test_every_builtin_declares_traits_and_the_old_table_agrees() -> None:
 def test_a_tool_without_traits_fails_closed() -> None:
     traits = registry.traits_of("a_tool_nobody_declared")
     assert traits.runs == "host" and traits.policy_checked and not traits.writes_workspace
-    assert ev.ToolTraits("kernel").policy_checked and ev.ToolTraits("host").policy_checked
-    assert not ev.ToolTraits("workspace").policy_checked
-    assert not ev.ToolTraits("kernel", policy_checked=False).policy_checked
+    assert tr.ToolTraits("kernel").policy_checked and tr.ToolTraits("host").policy_checked
+    assert not tr.ToolTraits("workspace").policy_checked
+    assert not tr.ToolTraits("kernel", policy_checked=False).policy_checked
 
 
 def test_traits_travel_in_event_json_and_old_events_still_read() -> None:
     started = ev.ToolCallStarted(
-        name="x", arguments={}, code="1", traits=ev.ToolTraits("kernel", True, language="python")
+        name="x", arguments={}, code="1", traits=tr.ToolTraits("kernel", True, language="python")
     )
     back = ev.Event.from_dict(started.to_dict())
     assert back == started and back.tool.writes_workspace and back.shown_code() == "1"
@@ -105,10 +106,10 @@ def test_a_toolbox_describes_its_calls(tmp_path: Path) -> None:
     traits, code, cell = describe(box, "run_command", {"command": "echo $HOME"})
     assert traits.runs == "kernel" and code == "echo $HOME" and cell == "%%bash\necho $HOME"
     assert describe(box, "run_cell", {"code": 3}) == (traits_of("run_cell"), None, None)
-    assert describe(box, "no_such_tool", {}) == (ev.UNKNOWN_TOOL, None, None)
+    assert describe(box, "no_such_tool", {}) == (tr.UNKNOWN_TOOL, None, None)
 
 
-def traits_of(name: str) -> ev.ToolTraits:
+def traits_of(name: str) -> tr.ToolTraits:
     return registry.BUILTIN[name].traits
 
 
@@ -132,7 +133,7 @@ def test_tool_function_builds_a_closed_schema_from_a_typed_function() -> None:
     tool = Tool.function(
         _describe_df,
         name="describe_dataframe",
-        traits=ev.ToolTraits("kernel", language="python", shown_as="cell"),
+        traits=tr.ToolTraits("kernel", language="python", shown_as="cell"),
         code=lambda args: f"{args['name']}.describe()",
     )
     assert tool.schema() == {
