@@ -24,7 +24,7 @@ from ..config import AgentConfig
 from ..core.bus import EventBus
 from ..core.outcome import ToolOutcome
 from ..core.runner import ToolRunner
-from ..core.toolset import ToolContext, Toolset, combine
+from ..core.toolset import ToolContext, Toolset, combine, describe
 from .results import is_offered, offered
 
 CLIENT_UNKNOWN = "an MCP client"
@@ -130,6 +130,15 @@ class ToolSession:
             preloaded=getattr(sandbox, "preloaded", None),
         )
 
+    def _finished(
+        self, outcome: ToolOutcome, step: int, call_id: str, name: str
+    ) -> ev.ToolCallFinished:
+        """The call's finished event, with its tool's traits (as the agent loop's)."""
+        traits = describe(self.tools, name, None)[0]
+        return ev.ToolCallFinished.from_outcome(
+            outcome, step=step, tool_call_id=call_id, name=name, traits=traits
+        )
+
     async def call(self, name: str, arguments: dict[str, Any], client: str = "") -> ToolOutcome:
         """Run one tool call; every failure is an outcome (``status`` says which)."""
         if self.ended:
@@ -173,10 +182,10 @@ class ToolSession:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(interrupt())
             outcome = ToolOutcome.failed("Not finished: the MCP client cancelled the call.")
-            self.bus.deliver(_finished(outcome, step, call_id, name))  # no reply to wait for
+            self.bus.deliver(self._finished(outcome, step, call_id, name))  # no reply to wait for
             raise
         # Held until the reply is on its way (``SETTLE_S``).
-        self._unsettled = _finished(outcome, step, call_id, name)
+        self._unsettled = self._finished(outcome, step, call_id, name)
         self._settling = asyncio.get_running_loop().call_later(SETTLE_S, self.settle)
         return outcome
 
@@ -210,7 +219,3 @@ class ToolSession:
             duration_s=round(time.monotonic() - self._started_at, 3),
             usage={},
         )
-
-
-def _finished(outcome: ToolOutcome, step: int, call_id: str, name: str) -> ev.ToolCallFinished:
-    return ev.ToolCallFinished.from_outcome(outcome, step=step, tool_call_id=call_id, name=name)
