@@ -137,7 +137,14 @@ def describe(
     return definition.traits, code, cell
 
 
+UNRANKED = 500
+"""The rank of a prompt line a toolset gives without one (a plain string): after the built-in
+tools' lines, before the images line."""
+
+
 def prompt_lines(tools: Toolset) -> list[tuple[int, str]]:
-    """The toolset's ranked lines of the system prompt (none when it gives none)."""
+    """The toolset's ranked lines of the system prompt (none when it gives none); a line
+    given as a plain string is ranked ``UNRANKED``, in the order given."""
     lines = getattr(tools, "prompt_lines", None)
-    return list(lines()) if lines is not None else []
+    given = list(lines()) if lines is not None else []
+    return [(UNRANKED, line) if isinstance(line, str) else tuple(line) for line in given]

@@ -159,3 +159,25 @@ def test_tool_function_refuses_a_type_it_cannot_say() -> None:
 
     with pytest.raises(TypeError, match="'data'"):
         Tool.function(bad)
+
+
+def test_a_toolset_may_give_plain_prompt_lines(tmp_path: Path) -> None:
+    """A toolset that gives its lines as strings gets them after the built-in tools' lines
+    and before the images line, in its own order."""
+    from codeagent_jupyter.config import compose_prompt
+    from codeagent_jupyter.core.toolset import prompt_lines
+
+    class Plain:
+        names: set[str] = set()
+
+        def schemas(self) -> list[dict[str, object]]:
+            return []
+
+        def prompt_lines(self) -> list[str]:
+            return ["first plugin line.", "second plugin line."]
+
+    prompt = compose_prompt(prompt_lines(combine([ToolBox(None, tmp_path), Plain()])))
+    at = [
+        prompt.index(t) for t in ("update_plan shows", "first plugin", "second plugin", "Images:")
+    ]
+    assert at == sorted(at)
