@@ -11,15 +11,22 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
-def _setting(default: Any, help: str, *, name: str = "") -> Any:
+def _setting(
+    default: Any, help: str, *, name: str = "", enforced_as: str = "", figure: str = ""
+) -> Any:
     """A settings field with its help text: the one description of the knob that the
     server's traits (``c.CodeAgent.…``) and the CLI's flags show too. ``name``: the
-    trait's and flag's name where it is not the field's own."""
-    return field(default=default, metadata={"help": help, "name": name})
+    trait's and flag's name where it is not the field's own. For a sandbox limit,
+    ``enforced_as``: its key in ``Sandbox.enforcement`` (how this machine enforces it,
+    ``"none"`` when nothing does: then the report names it as a gap), and ``figure``: how
+    the one-line report states it (``"memory {} MiB"``)."""
+    metadata = {"help": help, "name": name, "enforced_as": enforced_as, "figure": figure}
+    return field(default=default, metadata=metadata)
 
 
 def _help(cls: type, name: str) -> str:
@@ -35,26 +42,38 @@ class SandboxLimits:
     """
 
     memory_mb: int = _setting(
-        2048, "Data-segment limit (RLIMIT_DATA) in MiB; a larger allocation raises MemoryError."
+        2048,
+        "Data-segment limit (RLIMIT_DATA) in MiB; a larger allocation raises MemoryError.",
+        enforced_as="memory",
+        figure="memory {} MiB",
     )
     cpu_seconds: int = _setting(
         600,
         "CPU seconds each cell may use (RLIMIT_CPU, re-armed before every cell); past it the "
         "cell ends with CPUBudgetExceeded and the kernel keeps its state.",
+        enforced_as="cpu",
+        figure="cpu {} s per cell",
     )
     """Threads a cell leaves running get one more budget after the cell, then the kernel is
     ended (SIGXCPU) and restarted. Per process, all its threads together: eight busy threads
     use it eight times as fast. The kernel's whole life is capped at 100 budgets (a hard
     limit code in the kernel cannot lift); past it the kernel is killed and restarted."""
     cell_timeout: float = _setting(
-        60.0, "Wall seconds one cell may run before it is interrupted (then restarted if needed)."
+        60.0,
+        "Wall seconds one cell may run before it is interrupted (then restarted if needed).",
+        figure="cell {:g} s",
     )
     output_bytes: int = _setting(
         1_000_000, "Bytes of output kept per cell in the recording; the rest is cut with a marker."
     )
-    file_size_mb: int = _setting(512, "Largest file the kernel may write (RLIMIT_FSIZE), in MiB.")
+    file_size_mb: int = _setting(
+        512, "Largest file the kernel may write (RLIMIT_FSIZE), in MiB.", enforced_as="file_size"
+    )
     max_processes: int = _setting(
-        512, "Processes and threads the sandbox may hold at once (cgroup pids.max or RLIMIT_NPROC)."
+        512,
+        "Processes and threads the sandbox may hold at once (cgroup pids.max or RLIMIT_NPROC).",
+        enforced_as="processes",
+        figure="processes {}",
     )
     """Threads count: the kernel itself holds about a dozen, a BLAS or OpenMP pool one per
     thread, joblib one process per worker. The launcher sizes OpenMP/OpenBLAS/MKL pools to
@@ -73,7 +92,23 @@ class SandboxLimits:
         "Disk the workspace may use, in MiB, counting each file's full length (sparse files "
         "too); watched for the sandbox's whole life, whose processes are stopped once over "
         "(the run fails), and checked before every copy into the workspace.",
+        figure="disk {} MiB",
     )
+
+    @classmethod
+    def enforced_keys(cls) -> tuple[str, ...]:
+        """The ``Sandbox.enforcement`` keys of the limits that declare one, in their order:
+        what the launcher reports (``"none"`` when unenforced) and the report checks."""
+        return tuple(f.metadata["enforced_as"] for f in fields(cls) if f.metadata["enforced_as"])
+
+    def figures(self) -> list[str]:
+        """The limits as the one-line report states them (``memory 2048 MiB``), each from
+        its declaration's ``figure``; a limit of 0 or None (not set) is left out."""
+        return [
+            f.metadata["figure"].format(getattr(self, f.name))
+            for f in fields(self)
+            if f.metadata["figure"] and getattr(self, f.name)
+        ]
 
     @classmethod
     def help(cls, name: str) -> str:
@@ -158,56 +193,6 @@ You are codeagent, a careful data-science assistant working inside a Jupyter san
 You solve the user's request by writing and running Python in a persistent IPython kernel.
 """
 
-_PROMPT_LINES: tuple[tuple[str, str], ...] = (
-    (
-        "run_cell",
-        "Run code with run_cell. Variables, imports and files persist between cells. Keep "
-        "cells small and focused so the user can accept them one by one into their notebook. "
-        "Each result says how long the cell ran.",
-    ),
-    (
-        "run_command",
-        "run_command runs shell commands in the same sandbox; python, python3 and pip there "
-        "are the kernel's own environment. There is no network unless told otherwise.",
-    ),
-    ("install_packages", "{install_packages}"),
-    (
-        "read_file",
-        "Read files with read_file: a file that is not UTF-8 comes back decoded in its "
-        "detected encoding, which the result names (use that encoding in your own code too).",
-    ),
-    (
-        "edit_file",
-        "Change existing files with edit_file (an exact old_string -> new_string "
-        "replacement) rather than rewriting them with write_file.",
-    ),
-    ("list_files", "list_files and search_files show what is in the workspace."),
-    (
-        "update_plan",
-        "update_plan shows the user a checklist; use it when the work has several steps "
-        "worth tracking, skip it otherwise.",
-    ),
-    (
-        "edit_cell",
-        "edit_cell proposes a change to one of the user's own notebook cells; they accept or "
-        "reject it.",
-    ),
-    (
-        "delegate",
-        "delegate hands independent sub-tasks to helper agents that work in parallel.",
-    ),
-)
-
-_SEEING = (
-    "Images: the plots and images a cell displays are shown to you after the tool results "
-    "(a few per step, scaled to at most 1024 px), and view_image shows an image file of the "
-    "workspace. The user sees them too."
-)
-_BLIND = (
-    "Images: you do not receive images. A plot reaches you as a placeholder such as "
-    "[image/png 640x480] while the user sees it; check a chart from its data (the values "
-    "plotted, axis limits, series lengths), not by looking."
-)
 _PROMPT_TAIL = """\
 Tracebacks show the cell's own frames and the last library frame (environment paths as
 <env>); repeated warnings are shown once with a count; output cut short names the lines left
@@ -221,26 +206,12 @@ step, and answer before the budget runs out.
 When done, reply without any tool call: a brief answer that states the result.
 """
 
-INSTALL_PROMPT = (
-    "install_packages installs missing packages for the kernel (fetched outside the "
-    "sandbox, under the administrator's policy); pip inside the sandbox cannot reach the "
-    "network."
-)
-"""The prompt's sentence about ``install_packages``, used only when the tool is offered."""
 
-
-def system_prompt(tools: set[str] | frozenset[str]) -> str:
-    """The system message for a session offering ``tools``: what the agent can really do,
-    and what the model really receives (images only when ``view_image`` is offered, which
-    a seeing model is). Depends on the tool names alone, so it is byte-identical across
-    steps, runs and resumes of a session."""
-    lines = [
-        text.format(install_packages=INSTALL_PROMPT)
-        for name, text in _PROMPT_LINES
-        if name in tools
-    ]
-    lines.append(_SEEING if "view_image" in tools else _BLIND)
-    body = "\n".join(f"- {line}" for line in lines)
+def compose_prompt(lines: Iterable[tuple[int, str]]) -> str:
+    """The system message around the offered tools' own lines (``Tool.prompt``, ranked by
+    ``Tool.prompt_rank``): what the agent can really do. A function of the tools alone, so
+    it is byte-identical across steps, runs and resumes of a session."""
+    body = "\n".join(f"- {line}" for _, line in sorted(lines, key=lambda item: item[0]))
     return f"{_PROMPT_HEAD}\nHow to work:\n{body}\n{_PROMPT_TAIL}"
 
 
@@ -263,14 +234,6 @@ def sees(mode: str, model_name: str) -> bool:
     if mode == "off":
         return False
     return bool(SEEING_MODELS.search(model_name or ""))
-
-
-DEFAULT_TOOLS = frozenset(
-    {"run_cell", "run_command", "read_file", "write_file", "edit_file", "list_files"}
-    | {"search_files", "update_plan"}
-)
-DEFAULT_SYSTEM_PROMPT = system_prompt(DEFAULT_TOOLS)
-"""The system message for the standard tools, without sight."""
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Events are the one-way channel from the loop to everything that shows or stores 
 (the notebook recorder, the server's WebSocket stream, the CLI printer, the widget).
 They are frozen dataclasses with a stable JSON form (``to_dict``/``from_dict``) so a
 client written against ``FORMAT_VERSION`` can read them from any of those places. The words
-the events use (run statuses, tool statuses, the tool sets every layer tells apart) are
+the events use (run statuses, tool statuses; ``traits`` says what a tool is) are
 declared here once too.
 
 Longer than 300 lines on purpose: it is the one list of the event contract, every type next
@@ -16,6 +16,8 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, Literal
+
+from .traits import ToolTraits, code_before_traits, traits_for
 
 FORMAT_VERSION = 1
 """Bumped when an event's fields change incompatibly."""
@@ -38,18 +40,6 @@ ToolStatus = Literal["ok", "error", "timeout", "died", "refused", "denied"]
 NOT_RUN: frozenset[str] = frozenset({"refused", "denied"})
 """Statuses of calls that did not run: malformed or refused (``refused``), or not allowed by
 the user or a hook (``denied``)."""
-
-# The tool names the layers above the tools need to tell apart, and the sets they form.
-KERNEL_TOOLS = ("run_cell", "run_command")
-"""Tools that run code in the sandbox kernel: each call is a code cell (the ones a user
-accepts into a notebook)."""
-WORKSPACE_WRITERS = frozenset({*KERNEL_TOOLS, "write_file", "edit_file"})
-"""Tools whose call may change the workspace: recorded as code cells (``write_file`` as
-``%%writefile``) so a re-run recreates their effects, and snapshotted after."""
-EDIT_TOOL = "edit_cell"
-PLAN_TOOL = "update_plan"
-HELPER_TOOL = "delegate"
-"""The tool that starts helper agents (its name is part of the model's contract)."""
 
 _REGISTRY: dict[str, type[Event]] = {}
 
@@ -137,8 +127,8 @@ class AssistantMessage(Event):
 class ModelRetry(Event):
     """A model request failed in a way worth retrying; the loop waits ``wait_s`` and tries again.
 
-    ``attempt`` 0 is a note rather than a failure count: the model adapter changed how it asks
-    (e.g. a server that cannot stream tool calls is asked without streaming from then on).
+    Recordings made before ``ModelNote`` existed use ``attempt`` 0 for a note; readers still
+    take it as one (``ModelNote``), writers no longer do.
     """
 
     type: ClassVar[str] = "model_retry"
@@ -146,6 +136,17 @@ class ModelRetry(Event):
     attempt: int = 0
     wait_s: float = 0.0
     reason: str = ""
+
+
+@dataclass(frozen=True)
+class ModelNote(Event):
+    """The model adapter changed how it asks, for the rest of the session (e.g. a server that
+    cannot stream tool calls is asked without streaming from then on): a note for people, not
+    a failure."""
+
+    type: ClassVar[str] = "model_note"
+    step: int = 0
+    text: str = ""
 
 
 @dataclass(frozen=True)
@@ -157,6 +158,28 @@ class ToolCallStarted(Event):
     tool_call_id: str = ""
     name: str = ""
     arguments: Any = None
+    code: str | None = None
+    """What the call runs or shows, for display (a cell's code, a command): the tool's own
+    ``code`` of the arguments; None for a tool without one."""
+    cell_source: str | None = None
+    """The notebook cell the call becomes once it ran (it changes the workspace, a re-run
+    recreates it); None: it is recorded as a note."""
+    traits: ToolTraits | None = None
+    """The tool's traits (None in recordings made before events carried them)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "traits", ToolTraits.from_json(self.traits))
+
+    @property
+    def tool(self) -> ToolTraits:
+        """The traits to act on (``traits_for``: an older recording's by the tool's name)."""
+        return traits_for(self.name, self.traits)
+
+    def shown_code(self) -> str | None:
+        """The display code: ``code``, or in an older recording the argument that held it."""
+        if self.traits is not None or self.code is not None:
+            return self.code
+        return code_before_traits(self.name, self.arguments)
 
 
 @dataclass(frozen=True)
@@ -216,10 +239,26 @@ class ToolCallFinished(Event):
     ``edit_file``'s change: ``{path, diff, replacements, old_string, new_string}``."""
     packages: list[dict[str, Any]] | None = None
     """``install_packages``' wheels: ``[{name, version, sha256, size_bytes, index, …}]``."""
+    traits: ToolTraits | None = None
+    """The tool's traits, as on ``ToolCallStarted`` (None in older recordings)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "traits", ToolTraits.from_json(self.traits))
+
+    @property
+    def tool(self) -> ToolTraits:
+        """The traits to act on (``traits_for``: an older recording's by the tool's name)."""
+        return traits_for(self.name, self.traits)
 
     @classmethod
     def from_outcome(
-        cls, outcome: Any, *, step: int, tool_call_id: str, name: str
+        cls,
+        outcome: Any,
+        *,
+        step: int,
+        tool_call_id: str,
+        name: str,
+        traits: ToolTraits | None = None,
     ) -> ToolCallFinished:
         """The event of a finished call: the outcome's fields, plus which call it was.
 
@@ -230,7 +269,7 @@ class ToolCallFinished(Event):
         data["result"] = outcome.text
         data["outputs"] = list(outcome.outputs)
         data["duration_s"] = round(outcome.duration_s, 3)
-        return cls(step=step, tool_call_id=tool_call_id, name=name, **data)
+        return cls(step=step, tool_call_id=tool_call_id, name=name, traits=traits, **data)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "codeagent_jupyter"
 
-VOCABULARY = {"events", "errors", "config"}
+VOCABULARY = {"events", "errors", "config", "traits"}
 BELOW_EDGES = {"vocabulary", "util", "core", "timeline", "models", "sandbox", "tools", "hooks"}
 BELOW_EDGES |= {"record", "packages", "egress"}
 MAY_IMPORT: dict[str, set[str]] = {

@@ -22,8 +22,16 @@ from ..util.visible import visible
 from .file_steps import DIFF_INDENT, bounded, clip, count, edited_path, file_diff, title
 
 _MARK = {"done": "[x]", "in_progress": "[~]", "pending": "[ ]"}
-_CODE_ARGUMENT = {"run_cell": "code", "run_command": "command"}
-"""The argument of a code tool that holds what it runs (its code, known before it runs)."""
+
+
+IGNORED_EVENTS: frozenset[type[ev.Event]] = frozenset(
+    {ev.ApprovalDecided, ev.CellDecision, ev.NetworkApprovalRequested, ev.NetworkApprovalDecided}
+)
+"""Events the plain trace does not show: a decision shows as the call starting or as its
+denial; a cell's acceptance happens in a notebook, after the run; a network question is a
+server session's (the CLI asks on its terminal itself, and its answer shows as the request's
+``net:`` line)
+(``tests/core/test_sinks_cover_events.py`` holds every other event to a ``case``)."""
 
 
 class ProgressPrinter:
@@ -52,6 +60,8 @@ class ProgressPrinter:
                 self._assistant_message(event)
             case ev.ModelRetry():
                 self._model_retry(event)
+            case ev.ModelNote():
+                self._write(f"   note: {event.text}")
             case ev.ApprovalRequested():
                 self._write(f"   waiting for approval of {event.name}")
             case ev.ToolCallStarted():
@@ -72,6 +82,8 @@ class ProgressPrinter:
                 self._helper_event(event)
             case ev.NetworkRequest():
                 self._write(f"   net: {clip(event.summary())}")
+            case ev.PackagesInstalled():
+                self._write(f"== {clip(event.summary())}")
 
     def close(self) -> None:
         """Called once the run is over, whatever happened: nothing to undo in plain text."""
@@ -133,14 +145,12 @@ class ProgressPrinter:
 
     def _tool_call_started(self, e: ev.ToolCallStarted) -> None:
         """The header (and a code tool's code) now, so a long cell is never a silent wait."""
-        if e.name == ev.PLAN_TOOL:
+        if e.tool.shown_as == "plan":
             return  # shown as the plan once it is set
         arguments = e.arguments if isinstance(e.arguments, dict) else {}
-        key = _CODE_ARGUMENT.get(e.name)
-        code = arguments.get(key) if key else None
-        code = code if isinstance(code, str) else None
+        code = e.shown_code()
         path, content = arguments.get("path"), arguments.get("content")
-        if e.name in ev.WORKSPACE_WRITERS and isinstance(path, str) and isinstance(content, str):
+        if e.tool.writes_workspace and isinstance(path, str) and isinstance(content, str):
             self._written[e.tool_call_id] = (path, content)
         self._announced[e.tool_call_id] = code is not None
         self._announce(e.step, title(e.name, arguments), code)
@@ -166,10 +176,11 @@ class ProgressPrinter:
         """Token counts: the plain view says them once, when the run ends."""
 
     def _tool_call_finished(self, e: ev.ToolCallFinished) -> None:
-        if e.name == ev.PLAN_TOOL and e.status == "ok":
+        traits = e.tool
+        if traits.shown_as == "plan" and e.status == "ok":
             return  # the plan itself was just printed
-        if e.name != ev.PLAN_TOOL:
-            if e.name in ev.KERNEL_TOOLS:
+        if traits.shown_as != "plan":
+            if traits.runs == "kernel":
                 self._cells += 1
             else:
                 self._other_calls += 1
@@ -200,7 +211,7 @@ class ProgressPrinter:
 
     def _details(self, e: ev.ToolCallFinished) -> list[str]:
         """A few lines of what the call produced (code tools, and every failure)."""
-        if e.name in ev.KERNEL_TOOLS or e.status != "ok":
+        if e.tool.runs == "kernel" or e.status != "ok":
             return _summary(e).splitlines()
         return []
 

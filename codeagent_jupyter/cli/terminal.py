@@ -136,7 +136,7 @@ class TerminalPrinter(ProgressPrinter):
         self._unfinished = ""  # that line as it came, carriage returns included
 
     def emit(self, event: ev.Event) -> None:
-        super().emit(event)
+        super().emit(event)  # every event is the plain trace's first; the status line after
         match event:
             case ev.RunStarted():
                 self.status.doing("waiting for the model")
@@ -249,7 +249,7 @@ class TerminalPrinter(ProgressPrinter):
         self.status.tokens = ev.tokens_label(total, e.total_estimated)
 
     def _details(self, e: ev.ToolCallFinished) -> list[str]:
-        if self._shown.pop(e.tool_call_id, 0) and e.name in ev.KERNEL_TOOLS:
+        if self._shown.pop(e.tool_call_id, 0) and e.tool.runs == "kernel":
             return []  # its output was shown as it came
         return super()._details(e)
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import events as ev
-from ..config import AgentConfig, system_prompt
+from ..config import AgentConfig, compose_prompt
 from ..errors import ModelError, ReplayError
 from .budget import bounded, budget_line, images_message
 from .bus import EventBus
@@ -27,7 +27,7 @@ from .ports import EventSink, Model, SandboxPort, ToolHooks
 from .runner import Approver, ToolRunner
 from .starting import HeadStart, StartingSandbox
 from .stopping import RunStopped, StopSignal
-from .toolset import ToolContext, Toolset, combine, prompt_lines
+from .toolset import ToolContext, Toolset, combine, describe, prompt_lines
 from .transcript import answer_open_calls
 from .usage import Totals, clean_message, empty_reply_error, is_empty
 
@@ -64,9 +64,7 @@ class AgentLoop:
         self.bus = bus if isinstance(bus, EventBus) else EventBus([s.emit for s in bus], keep=False)
         self.config = config or AgentConfig()
         self.context = context
-        prompt = self.config.system_prompt or system_prompt(self.tools.names)
-        if extra := prompt_lines(self.tools):  # plugins' own lines, fixed for the session
-            prompt += "Other tools:\n" + "\n".join(extra) + "\n"
+        prompt = self.config.system_prompt or compose_prompt(prompt_lines(self.tools))
         if self.config.instructions:
             prompt = f"{prompt}\n{self.config.instructions}"
         self.messages: list[dict[str, Any]] = [
@@ -256,6 +254,9 @@ class AgentLoop:
             publish(ev.TextDelta, step=step, text=text)
 
         def on_retry(attempt: int, wait_s: float, reason: str) -> None:
+            if attempt == 0:  # the adapter's way of saying it changed how it asks: a note
+                publish(ev.ModelNote, step=step, text=reason)
+                return
             publish(ev.ModelRetry, step=step, attempt=attempt, wait_s=wait_s, reason=reason)
 
         return self.model.complete(self.messages, self._schemas, on_text=on_text, on_retry=on_retry)
@@ -312,7 +313,10 @@ class AgentLoop:
         self._tool_message(call_id, outcome.text)
         self._images.extend(outcome.images)
         finished = ev.ToolCallFinished.from_outcome
-        self.bus.deliver(finished(outcome, step=step, tool_call_id=call_id, name=name))
+        traits = describe(self.tools, name, None)[0]
+        self.bus.deliver(
+            finished(outcome, step=step, tool_call_id=call_id, name=name, traits=traits)
+        )
         if outcome.over_budget is not None:  # the workspace is over its disk budget
             self.stop.request(ev.ERROR, outcome.over_budget.reason)
         return well_formed

@@ -16,6 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..config import SandboxLimits
 from ..events import CellStatus, Event
+from ..traits import ToolTraits
 from ..util.disk_budget import OverBudget
 from ..util.textbounds import render_outputs
 
@@ -126,6 +127,11 @@ class ToolCall:
     tool_call_id: str
     name: str
     arguments: dict[str, Any]
+    traits: ToolTraits | None = None
+    """What the tool is (its declaration's; ``UNKNOWN_TOOL`` for a tool that has none); None
+    for a call built without them (read with ``events.traits_for``)."""
+    code: str | None = None
+    """What the call would run, as the tool shows it (a cell's code, a command)."""
 
 
 class HookVerdict(Protocol):

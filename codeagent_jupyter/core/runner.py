@@ -21,7 +21,7 @@ from .bus import EventBus
 from .outcome import ToolOutcome
 from .ports import OutputCallback, ToolCall, ToolHooks
 from .stopping import RunStopped
-from .toolset import ToolContext, Toolset
+from .toolset import ToolContext, Toolset, describe
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -92,15 +92,21 @@ class ToolRunner:
         )
         if self.hooks is None:
             return await self._checked(ctx, name, arguments)
-        session = self.hooks.session_id
-        call = ToolCall(session, ctx.step, ctx.tool_call_id, name, arguments)
+        call = self._hooked_call(ctx, name, arguments)
         verdict = await self.hooks.before(call)
         if verdict.denied:
             outcome, well_formed = verdict.outcome(), True
         else:
-            call = ToolCall(session, ctx.step, ctx.tool_call_id, name, verdict.arguments)
+            call = self._hooked_call(ctx, name, verdict.arguments)
             outcome, well_formed = await self._checked(ctx, name, verdict.arguments)
         return await self.hooks.after(call, outcome), well_formed
+
+    def _hooked_call(self, ctx: ToolContext, name: str, arguments: dict[str, Any]) -> ToolCall:
+        """The call as hooks see it: with the tool's traits and the code it would run."""
+        assert self.hooks is not None
+        traits, code, _ = describe(self.tools, name, arguments)
+        session = self.hooks.session_id
+        return ToolCall(session, ctx.step, ctx.tool_call_id, name, arguments, traits, code)
 
     def _output_to_bus(self, call_id: str) -> OutputCallback:
         def on_output(output: dict[str, Any]) -> None:
@@ -113,12 +119,20 @@ class ToolRunner:
     ) -> tuple[ToolOutcome, bool]:
         """Approval (tools under ``ask``), then the call itself."""
         step, call_id = ctx.step, ctx.tool_call_id
-        if self.approval.get(name) == "ask" and not await self._approved(
+        traits, code, cell = describe(self.tools, name, arguments)
+        if self.approval.get(name, traits.approval) == "ask" and not await self._approved(
             step, call_id, name, arguments
         ):
             return ToolOutcome.denied(), True
         self.bus.publish(
-            ev.ToolCallStarted, step=step, tool_call_id=call_id, name=name, arguments=arguments
+            ev.ToolCallStarted,
+            step=step,
+            tool_call_id=call_id,
+            name=name,
+            arguments=arguments,
+            code=code,
+            cell_source=cell,
+            traits=traits,
         )
         try:
             outcome = await self.guard(self.tools.call(name, arguments, ctx), True)

@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..config import AgentConfig
 from ..errors import ConfigError, ToolArgumentError
 from ..events import Event
+from ..traits import UNKNOWN_TOOL, ToolTraits
 from .outcome import ToolOutcome
 from .ports import OutputCallback, ToolHooks, Usage
 
@@ -53,7 +54,13 @@ class ToolContext:
 
 @runtime_checkable
 class Toolset(Protocol):
-    """Some tools: their schemas (fixed, for prompt caching) and a checked call."""
+    """Some tools: their schemas (fixed, for prompt caching) and a checked call.
+
+    A toolset may also say what its tools are (``definition(name)``: an object with
+    ``traits``, ``describe(arguments) -> (display code, notebook cell)``) and give its lines
+    of the system prompt (``prompt_lines() -> [(rank, line)]``); one that does not is taken
+    to run outside the sandbox (``UNKNOWN_TOOL``: policy-checked) and adds no line.
+    """
 
     @property
     def names(self) -> set[str]: ...
@@ -92,6 +99,14 @@ class CombinedToolset:
         """Every toolset's definitions, in order; a copy, so callers cannot disturb the next."""
         return copy.deepcopy(self._schemas)
 
+    def definition(self, name: str) -> Any:
+        owner = self._owner.get(name)
+        find = getattr(owner, "definition", None)
+        return find(name) if find is not None else None
+
+    def prompt_lines(self) -> list[tuple[int, str]]:
+        return [line for toolset in self.toolsets for line in prompt_lines(toolset)]
+
     async def call(
         self, name: str, arguments: dict[str, Any], ctx: ToolContext | None = None
     ) -> ToolOutcome:
@@ -102,15 +117,34 @@ class CombinedToolset:
         return await toolset.call(name, arguments, ctx)
 
 
-def prompt_lines(tools: Toolset) -> list[str]:
-    """The system prompt's lines that toolsets bring for their own tools (a plugin's
-    ``prompt``), in order; most toolsets bring none (their lines are in ``config``)."""
-    parts = tools.toolsets if isinstance(tools, CombinedToolset) else [tools]
-    return [line for t in parts for line in getattr(t, "prompt_lines", list)()]
-
-
 def combine(tools: Toolset | Sequence[Toolset]) -> Toolset:
     """One toolset from one or several."""
     if isinstance(tools, Sequence):
         return tools[0] if len(tools) == 1 else CombinedToolset(tools)
     return tools
+
+
+def describe(
+    tools: Toolset, name: str, arguments: Any
+) -> tuple[ToolTraits, str | None, str | None]:
+    """``(traits, display code, notebook cell)`` of a call, from the tool's own declaration;
+    a tool without one gets ``UNKNOWN_TOOL`` (fails closed) and no code or cell."""
+    find = getattr(tools, "definition", None)
+    definition = find(name) if find is not None else None
+    if definition is None:
+        return UNKNOWN_TOOL, None, None
+    code, cell = definition.describe(arguments)
+    return definition.traits, code, cell
+
+
+UNRANKED = 500
+"""The rank of a prompt line a toolset gives without one (a plain string): after the built-in
+tools' lines, before the images line."""
+
+
+def prompt_lines(tools: Toolset) -> list[tuple[int, str]]:
+    """The toolset's ranked lines of the system prompt (none when it gives none); a line
+    given as a plain string is ranked ``UNRANKED``, in the order given."""
+    lines = getattr(tools, "prompt_lines", None)
+    given = list(lines()) if lines is not None else []
+    return [(UNRANKED, line) if isinstance(line, str) else tuple(line) for line in given]

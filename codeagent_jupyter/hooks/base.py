@@ -138,7 +138,9 @@ class HookChain:
             ok, result = await self._call(hook, "before_tool", call)
             if ok and isinstance(result, Modify) and isinstance(result.arguments, dict):
                 verdict.arguments = dict(result.arguments)
-                call = ToolCall(**{**call.__dict__, "arguments": verdict.arguments})
+                # The code shown was of the old arguments: a later hook sees none (the policy
+                # then checks all of the new arguments) rather than code that will not run.
+                call = ToolCall(**{**call.__dict__, "arguments": verdict.arguments, "code": None})
                 verdict.trail.append({"hook": hook.name, "decision": "modify"})
                 continue
             if ok and (result is None or isinstance(result, Allow)):

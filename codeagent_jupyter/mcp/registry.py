@@ -44,7 +44,7 @@ def _schemas() -> list[dict[str, Any]]:
     from ..core.toolset import combine
     from .session import sandbox_tools
 
-    return offered(combine(sandbox_tools(None, Path.cwd())).schemas())
+    return offered(combine(sandbox_tools(None, Path.cwd())))
 
 
 def tools() -> list[str]:

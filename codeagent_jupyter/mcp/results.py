@@ -16,24 +16,28 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .. import events as ev
-
-NOT_OFFERED = frozenset({ev.PLAN_TOOL, ev.EDIT_TOOL, ev.HELPER_TOOL})
-"""Tools of our own agent that are not sandbox tools: its plan display, proposals for the
-user's notebook and its helper agents. Every other tool of the toolsets is offered."""
+from ..core.toolset import Toolset, describe
 
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 MAX_IMAGES = 8
 """Images one result carries at most (the outputs are already bounded by the sandbox)."""
 
 
-def offered(schemas: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The OpenAI-form tool definitions an MCP client is offered, in our order."""
-    return [s for s in schemas if s["function"]["name"] not in NOT_OFFERED]
+def offered(tools: Toolset) -> list[dict[str, Any]]:
+    """The OpenAI-form tool definitions an MCP client is offered, in our order: every tool
+    of the toolsets but those of our own agent (``ToolTraits.over_mcp`` false: its plan
+    display, proposals for the user's notebook, its helper agents)."""
+    return [s for s in tools.schemas() if is_offered(tools, s["function"]["name"])]
+
+
+def is_offered(tools: Toolset, name: str) -> bool:
+    """Whether tool ``name`` of ``tools`` may be called over MCP."""
+    return describe(tools, name, None)[0].over_mcp
 
 
 def mcp_tools(schemas: Iterable[dict[str, Any]]) -> list[Any]:
-    """MCP ``Tool`` definitions from OpenAI-form ones (the same names, texts and schemas)."""
+    """MCP ``Tool`` definitions from OpenAI-form ones (the same names, texts and schemas),
+    those ``offered`` chose."""
     import mcp.types as types
 
     return [
@@ -44,7 +48,7 @@ def mcp_tools(schemas: Iterable[dict[str, Any]]) -> list[Any]:
                 "inputSchema": s["function"]["parameters"],
             }
         )
-        for s in offered(schemas)
+        for s in schemas
     ]
 
 

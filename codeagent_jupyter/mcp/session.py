@@ -24,8 +24,8 @@ from ..config import AgentConfig
 from ..core.bus import EventBus
 from ..core.outcome import ToolOutcome
 from ..core.runner import ToolRunner
-from ..core.toolset import ToolContext, Toolset, combine
-from .results import NOT_OFFERED, offered
+from ..core.toolset import ToolContext, Toolset, combine, describe
+from .results import is_offered, offered
 
 CLIENT_UNKNOWN = "an MCP client"
 SAVE_DELAY_S = 0.25
@@ -90,7 +90,7 @@ class ToolSession:
         self.sandbox = sandbox
         self.bus = bus
         self.config = config or AgentConfig()
-        self.schemas = offered(self.tools.schemas())
+        self.schemas = offered(self.tools)
         self.names = {s["function"]["name"] for s in self.schemas}
         self.runner = ToolRunner(
             self.tools,
@@ -130,12 +130,21 @@ class ToolSession:
             preloaded=getattr(sandbox, "preloaded", None),
         )
 
+    def _finished(
+        self, outcome: ToolOutcome, step: int, call_id: str, name: str
+    ) -> ev.ToolCallFinished:
+        """The call's finished event, with its tool's traits (as the agent loop's)."""
+        traits = describe(self.tools, name, None)[0]
+        return ev.ToolCallFinished.from_outcome(
+            outcome, step=step, tool_call_id=call_id, name=name, traits=traits
+        )
+
     async def call(self, name: str, arguments: dict[str, Any], client: str = "") -> ToolOutcome:
         """Run one tool call; every failure is an outcome (``status`` says which)."""
         if self.ended:
             return ToolOutcome.refused("Error: this MCP session has ended; start a new one")
         self.begin(client)
-        if name in NOT_OFFERED or name not in self.names:
+        if name not in self.names or not is_offered(self.tools, name):
             available = ", ".join(sorted(self.names))
             return ToolOutcome.refused(f"Error: unknown tool {name!r}; available: {available}")
         async with self._lock:
@@ -173,10 +182,10 @@ class ToolSession:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(interrupt())
             outcome = ToolOutcome.failed("Not finished: the MCP client cancelled the call.")
-            self.bus.deliver(_finished(outcome, step, call_id, name))  # no reply to wait for
+            self.bus.deliver(self._finished(outcome, step, call_id, name))  # no reply to wait for
             raise
         # Held until the reply is on its way (``SETTLE_S``).
-        self._unsettled = _finished(outcome, step, call_id, name)
+        self._unsettled = self._finished(outcome, step, call_id, name)
         self._settling = asyncio.get_running_loop().call_later(SETTLE_S, self.settle)
         return outcome
 
@@ -210,7 +219,3 @@ class ToolSession:
             duration_s=round(time.monotonic() - self._started_at, 3),
             usage={},
         )
-
-
-def _finished(outcome: ToolOutcome, step: int, call_id: str, name: str) -> ev.ToolCallFinished:
-    return ev.ToolCallFinished.from_outcome(outcome, step=step, tool_call_id=call_id, name=name)

@@ -103,7 +103,7 @@ def cell_body(
     if cell.edit:
         return join(header, html_block(render.edit_html(cell.edit)))
     source = cell_source(cell, preloaded, brought) if cell.code.strip() else ""
-    info = "python" if cell.tool == "run_cell" else ""
+    info = "python" if cell.language == "python" else ""
     note = ""
     if source and source != cell.notebook_source:
         note = html_block(

@@ -59,12 +59,35 @@ def encode(entry: dict[str, Any], cell: Any, transcript: list[list[dict[str, Any
             if inner.get("code") == cell.source:
                 inner.pop("code")
                 inner["code_ref"] = True
-    elif kind == "tool_call_started" and entry["arguments"] == sent_arguments(
-        turns, entry["tool_call_id"]
-    ):
-        entry.pop("arguments")
-        entry["arguments_ref"] = True
+    elif kind == "tool_call_started":
+        _refer_code(entry)
+        if entry["arguments"] == sent_arguments(turns, entry["tool_call_id"]):
+            entry.pop("arguments")
+            entry["arguments_ref"] = True
     return entry
+
+
+def _refer_code(entry: dict[str, Any]) -> None:
+    """A call's display code and notebook cell stored once: the code as the name of the
+    argument that holds it, the cell as ``cell_is_code`` when it is that code."""
+    code, args = entry.get("code"), entry.get("arguments")
+    if code is not None and entry.get("cell_source") == code:
+        entry.pop("cell_source")
+        entry["cell_is_code"] = True
+    key = next((k for k, v in args.items() if v == code), None) if isinstance(args, dict) else None
+    if code is not None and key is not None:
+        entry.pop("code")
+        entry["code_arg"] = key
+
+
+def _code_back(raw: dict[str, Any]) -> None:
+    """``_refer_code`` undone, once the call's arguments are back."""
+    key = raw.pop("code_arg", None)
+    args = raw.get("arguments")
+    if key is not None and isinstance(args, dict):
+        raw["code"] = args.get(key)
+    if raw.pop("cell_is_code", False):
+        raw["cell_source"] = raw.get("code")
 
 
 def decode(
@@ -86,6 +109,8 @@ def decode(
         seen.append(raw["message"])
     if raw.pop("arguments_ref", False):
         raw["arguments"] = sent_arguments(seen, raw.get("tool_call_id", ""))
+    if raw.get("type") == "tool_call_started":
+        _code_back(raw)
     finished = raw if raw.get("type") == "tool_call_finished" else None
     helper = raw.get("event", {}) if raw.get("type") == "child_event" else {}
     if helper.get("type") == "tool_call_finished":

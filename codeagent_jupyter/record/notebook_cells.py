@@ -1,5 +1,6 @@
-"""What a session notebook's cells say: the source of a code cell, its bounded outputs, the
-plan's checklist and the one-line note of a call that is not a code cell.
+"""What a session notebook's cells say: the source of a code cell (the tool's own, carried by
+its ``ToolCallStarted``), its bounded outputs, the plan's checklist and the one-line note of
+a call that is not a code cell.
 
 Pure functions of an event's fields, kept apart from ``recorder`` (which owns the notebook,
 its metadata and its file) so that what a cell looks like can be read in one place.
@@ -9,40 +10,33 @@ from __future__ import annotations
 
 import copy
 import json
-import shlex
 from typing import Any
 
 import nbformat
 
-from ..events import KERNEL_TOOLS, NOT_RUN, WORKSPACE_WRITERS
-from ..timeline.state import command_source
+from ..events import NOT_RUN, ToolCallFinished, ToolCallStarted
 from ..util.nbschema import validate
+from ..util.shell_cells import command_source
 
 OUTPUT_CAP = 2_000_000
 """Characters of outputs kept per cell: a safety net behind the sandbox's own bound."""
 
 
-def cell_source(name: str, status: str, code: str | None, args: dict[str, Any]) -> str | None:
-    """The source of the code cell a tool call becomes, or None when it becomes a note (not
-    a code tool, a call that did not run, a ``write_file`` that failed)."""
-    ran = status == "ok" or (name in KERNEL_TOOLS and status not in NOT_RUN)
-    if name not in WORKSPACE_WRITERS or not ran:
+def cell_source(started: ToolCallStarted | None, finished: ToolCallFinished) -> str | None:
+    """The source of the code cell a tool call becomes, or None when it becomes a note: the
+    cell its tool gave for it (``ToolCallStarted.cell_source``) when the tool writes the
+    workspace and the call ran (a cell that failed in the kernel ran too). A call that
+    carries no cell (an older writer's) of a code tool becomes the code that ran."""
+    traits = started.tool if started is not None else finished.tool
+    ran = finished.status == "ok" or (traits.runs == "kernel" and finished.status not in NOT_RUN)
+    if not traits.writes_workspace or not ran:
         return None
-    return _source_for(name, code, args)
-
-
-def _source_for(name: str, code: str | None, args: dict[str, Any]) -> str | None:
-    if name == "run_cell":
-        return code if code is not None else args.get("code")
-    if name == "run_command":
-        command = code if code is not None else args.get("command")
-        return command_source(command) if isinstance(command, str) else None
-    if name == "edit_file":
-        return edit_source(args)
-    path, content = args.get("path"), args.get("content")
-    if isinstance(path, str) and isinstance(content, str) and "\n" not in path:
-        return f"%%writefile {shlex.quote(path)}\n{content}"
-    return None
+    if started is not None and started.cell_source is not None:
+        return started.cell_source
+    code = finished.code
+    if code is None or not traits.language:
+        return None
+    return command_source(code) if traits.language == "shell" else code
 
 
 def clean_outputs(outputs: list[dict[str, Any]], cap: int = OUTPUT_CAP) -> list[Any]:
@@ -104,20 +98,3 @@ def _short(value: Any, limit: int = 60) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def edit_source(args: dict[str, Any]) -> str | None:
-    """A notebook cell that makes the same edit again (the session notebook's record of an
-    ``edit_file`` call: re-running a session re-applies it), or None for odd arguments."""
-    path, old, new = args.get("path"), args.get("old_string"), args.get("new_string")
-    if not all(isinstance(v, str) for v in (path, old, new)) or "\n" in str(path):
-        return None
-    count = "" if args.get("replace_all") else ", 1"
-    return (
-        f"# edit_file {path}\n"
-        "import pathlib as _pathlib\n"
-        f"_path = _pathlib.Path({path!r})\n"
-        f"_text = _path.read_bytes().decode().replace({old!r}, {new!r}{count})\n"
-        "_path.write_bytes(_text.encode())\n"
-        "del _path, _pathlib, _text"
-    )

@@ -50,7 +50,23 @@ from .reader import SessionRecord, load_session, read_session
 
 __all__ = ["OUTPUT_CAP", "NotebookRecorder", "SessionRecord", "load_session", "scrub"]
 
-_NO_SAVE = {"tool_call_started", "usage", "model_retry", "network_request"}
+IGNORED_EVENTS: frozenset[type[ev.Event]] = frozenset(
+    {
+        ev.TextDelta,
+        ev.CellOutput,
+        ev.ModelRetry,
+        ev.ModelNote,
+        ev.ApprovalRequested,
+        ev.ApprovalDecided,
+        ev.NetworkApprovalRequested,
+        ev.NetworkApprovalDecided,
+        ev.SessionRestored,
+    }
+)
+"""Events that make no cell: live display only (``NOT_LOGGED``), or kept in the event log
+alone (a retry, a note, an approval, a restore: the log is what a replay folds). Every other
+event has its ``case`` in ``emit`` (``tests/core/test_sinks_cover_events.py``)."""
+_NO_SAVE = {"tool_call_started", "usage", "model_retry", "model_note", "network_request"}
 """Events saved with the next step, not on their own (a cell may make many requests)."""
 SAVE_WITHIN = 8
 """A deferred save waits at most this many ``save_delay``s after its first unsaved step."""
@@ -87,7 +103,7 @@ class NotebookRecorder:
         calls. The end of a run is always saved at once; ``flush`` saves what is pending."""
         self._pending: asyncio.TimerHandle | None = None
         self._due_by = 0.0
-        self._args: dict[str, Any] = {}
+        self._started: dict[str, ev.ToolCallStarted] = {}
         self._text = NotebookText()
         self._network = NetworkSection()
         if self.path is not None and self.path.exists():
@@ -149,7 +165,7 @@ class NotebookRecorder:
             case ev.AssistantMessage():
                 cell = self._assistant_message(event)
             case ev.ToolCallStarted():
-                self._args[event.tool_call_id] = event.arguments
+                self._started[event.tool_call_id] = event
             case ev.ToolCallFinished():
                 cell = self._tool_call_finished(event)
             case ev.UsageUpdated():
@@ -229,8 +245,9 @@ class NotebookRecorder:
         return self._add(new_markdown_cell(text), kind=kind, step=e.step)
 
     def _tool_call_finished(self, e: ev.ToolCallFinished) -> Any:
-        args = self._args.pop(e.tool_call_id, None)
-        if args is None:  # refused or denied before it started: show what the model sent
+        started = self._started.pop(e.tool_call_id, None)
+        args = started.arguments if started is not None else None
+        if started is None:  # refused or denied before it started: show what the model sent
             args = sent_arguments(self._turns(), e.tool_call_id)
         raw = args if isinstance(args, str) else None
         args = args if isinstance(args, dict) else {}
@@ -239,10 +256,10 @@ class NotebookRecorder:
         if e.packages:
             meta["packages"] = copy.deepcopy(e.packages)
             self._packages_installed(e)
-        if e.name == ev.PLAN_TOOL and e.status == "ok":
+        if e.tool.shown_as == "plan" and e.status == "ok":
             return None  # the plan_updated cell shows it
-        source = cell_source(e.name, e.status, e.code, args)
-        if e.name == "edit_file" and e.edit:
+        source = cell_source(started, e)
+        if e.tool.writes_workspace and e.edit:  # a file's edit: its diff
             meta["diff"] = e.edit.get("diff", "")
         if source is None:
             text = tool_note(e.name, e.status, args, raw, e.result)

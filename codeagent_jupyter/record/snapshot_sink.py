@@ -22,9 +22,6 @@ from .snapshots import SnapshotStore, StoreFullError
 
 log = logging.getLogger(__name__)
 
-_CHANGES_FILES = ev.WORKSPACE_WRITERS | {ev.HELPER_TOOL}
-"""Calls after which the workspace is snapshotted (``delegate`` brings helpers' files back)."""
-
 
 class SnapshotRecorder:
     """Captures ``workdir`` into ``store`` and lists each capture in ``meta['snapshots']``.
@@ -54,7 +51,7 @@ class SnapshotRecorder:
             self.capture(0, "")
         elif (
             isinstance(event, ev.ToolCallFinished)
-            and event.name in _CHANGES_FILES
+            and event.tool.writes_workspace
             and event.status not in ev.NOT_RUN
         ):
             self.capture(event.step, event.tool_call_id)

@@ -134,7 +134,7 @@ def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     _apply_rlimits(limits, enforcement)
     if state.get("egress"):
         _start_forwarder(str(state["egress"]), enforcement)
-    for key in ("memory", "cpu", "file_size", "processes", "filesystem", "pid"):
+    for key in (*SandboxLimits.enforced_keys(), "filesystem", "pid"):
         enforcement.setdefault(key, "none")
     enforcement["env"] = "allow-list"
     enforcement["limits"] = limits.to_dict()  # the values applied, not only the mechanisms

@@ -89,7 +89,7 @@ def parse_enforcement(content: dict[str, Any] | None) -> dict[str, Any]:
     except (TypeError, KeyError, ValueError, SyntaxError):
         found = {}
     if not isinstance(found, dict) or not found:
-        found = dict.fromkeys(("memory", "cpu", "processes", "network", "filesystem"), "none")
+        found = dict.fromkeys((*SandboxLimits.enforced_keys(), "network", "filesystem"), "none")
     return found
 
 

@@ -15,7 +15,8 @@ from ..config import SandboxLimits
 
 CONFINEMENT = ("filesystem", "pid")
 """Boundaries without which the sandbox refuses to start unless unconfined was chosen."""
-_CHECKED = ("filesystem", "pid", "network", "user", "memory", "cpu", "processes", "file_size")
+_CHECKED = ("filesystem", "pid", "network", "user", *SandboxLimits.enforced_keys())
+"""The boundaries, then every limit that declares how it is enforced (``enforced_as``)."""
 
 
 def _how(enforcement: Mapping[str, Any], key: str) -> str:
@@ -59,15 +60,7 @@ def summary(enforcement: Mapping[str, Any], limits: SandboxLimits) -> str:
     if user != "none":
         parts.append(user)
     inside = f" ({', '.join(parts)})" if parts else ""
-    figures = [
-        f"memory {limits.memory_mb} MiB",
-        f"cpu {limits.cpu_seconds} s per cell",
-        f"cell {limits.cell_timeout:g} s",
-        f"processes {limits.max_processes}",
-    ]
-    disk_mb = getattr(limits, "disk_mb", None)
-    if disk_mb:
-        figures.append(f"disk {disk_mb} MiB")
+    figures = limits.figures()
     line = f"sandbox: {mechanism}{inside}, " + ", ".join(figures)
     missing = gaps(enforcement)
     if missing:

@@ -104,7 +104,7 @@ class McpHub:
         self.manager = manager
         unstarted = sandbox_tools(None, manager.root_dir, _unasked_install(manager, None))
         unstarted += plugin_tools(manager, None, attended=False)
-        self.schemas = offered(combine(unstarted).schemas())
+        self.schemas = offered(combine(unstarted))
         self.sessions: dict[tuple[str, str], McpSession] = {}
         self._creating: dict[tuple[str, str], asyncio.Future[McpSession]] = {}
         self._summary = ""

@@ -15,7 +15,6 @@ from typing import Any
 from .. import events as ev
 from .network import answer_line
 from .state import (
-    HIDDEN_TOOLS,
     RUNNING,
     ApprovalItem,
     CellItem,
@@ -42,6 +41,11 @@ def fold(events: Iterable[ev.Event], state: SessionState | None = None) -> Sessi
     return state
 
 
+IGNORED_EVENTS: frozenset[type[ev.Event]] = frozenset()
+"""Events the timeline does not fold: none (``tests/core/test_sinks_cover_events.py``); the
+``case _`` below is for types of a newer writer."""
+
+
 def reduce(state: SessionState, event: ev.Event) -> SessionState:
     """The state after ``event``. Events already seen (by ``seq``) are ignored."""
     if event.seq <= state.last_seq:
@@ -61,6 +65,8 @@ def reduce(state: SessionState, event: ev.Event) -> SessionState:
             new = _assistant_message(state, event)
         case ev.ModelRetry():
             new = replace(state, retry=_retry_line(event))
+        case ev.ModelNote():
+            new = replace(state, retry=f"note: {event.text}")
         case ev.ApprovalRequested():
             item = ApprovalItem(
                 f"approval-{event.seq}", event.tool_call_id, event.step, event.name, event.arguments
@@ -171,14 +177,15 @@ def _assistant_message(s: SessionState, e: ev.AssistantMessage) -> SessionState:
 
 
 def _tool_call_started(s: SessionState, e: ev.ToolCallStarted) -> SessionState:
-    if e.name in HIDDEN_TOOLS:
+    traits = e.tool
+    if traits.shown_as == "plan":
         return s
-    if e.name in (*ev.KERNEL_TOOLS, ev.EDIT_TOOL):
-        key = {"run_cell": "code", "run_command": "command"}.get(e.name, "new_source")
-        args = e.arguments
-        code = str(args.get(key, "")) if isinstance(args, dict) else ""
-        return replace(s, items=(*s.items, _new_cell(s, e.tool_call_id, e.step, e.name, code)))
+    if traits.shown_as == "cell":
+        cell = _new_cell(s, e.tool_call_id, e.step, e.name, e.shown_code() or "")
+        cell = replace(cell, language=traits.language or "python")
+        return replace(s, items=(*s.items, cell))
     item = ToolItem(f"tool-{e.tool_call_id}", e.tool_call_id, e.step, e.name, e.arguments)
+    item = replace(item, starts_agents=traits.starts_agents)
     return replace(s, items=(*s.items, item))
 
 
@@ -191,7 +198,7 @@ def _new_cell(s: SessionState, tcid: str, step: int, tool: str, code: str) -> Ce
 
 def _tool_call_finished(s: SessionState, e: ev.ToolCallFinished) -> SessionState:
     tcid = e.tool_call_id
-    if e.name in HIDDEN_TOOLS:
+    if e.tool.shown_as == "plan":
         return s
     index = _find(s, lambda i: isinstance(i, (CellItem, ToolItem)) and i.tool_call_id == tcid)
     found = s.items[index] if index is not None else None
@@ -221,7 +228,7 @@ def _tool_call_finished(s: SessionState, e: ev.ToolCallFinished) -> SessionState
         s, index = replace(s, items=(*s.items, item)), len(s.items)
     current = s.items[index]
     assert isinstance(current, ToolItem)
-    diff = str((e.edit or {}).get("diff", "")) if e.name == "edit_file" else ""
+    diff = str((e.edit or {}).get("diff", ""))  # a file's edit (a cell's is a CellItem's)
     done = replace(current, status=e.status or "ok", result=e.result, diff=diff)
     return _put(s, index, done)
 

@@ -11,21 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import PLAN_TOOL
+from ..util.shell_cells import command_source
 from .network import NetworkView
 
 RUNNING = "running"
-HIDDEN_TOOLS = (PLAN_TOOL,)  # shown as the plan, not as a timeline entry
-
-
-def command_source(command: str) -> str:
-    """The notebook cell that re-runs a shell command: ``!command``, or ``%%bash`` when the
-    command spans lines or uses ``$``/braces (IPython would expand them in a ``!`` line).
-
-    The one rule for both the session notebook and the cells a user accepts.
-    """
-    plain = not any(c in command for c in "\n${}")
-    return f"!{command.strip()}" if plain else f"%%bash\n{command}"
 
 
 @dataclass(frozen=True)
@@ -84,6 +73,8 @@ class CellItem:
     """The code reached the sandbox (False while running, and for calls the tool refused)."""
     edit: dict[str, Any] | None = None
     """An ``edit_cell`` proposal (``code`` is then the new source of the user's cell)."""
+    language: str = "python"
+    """What ``code`` is (the tool's ``ToolTraits.language``): ``python`` or ``shell``."""
 
     @property
     def finished(self) -> bool:
@@ -97,7 +88,7 @@ class CellItem:
     @property
     def notebook_source(self) -> str:
         """The source to put in the user's (Python) notebook."""
-        return self.code if self.tool != "run_command" else command_source(self.code)
+        return command_source(self.code) if self.language == "shell" else self.code
 
 
 @dataclass(frozen=True)
@@ -115,6 +106,8 @@ class ToolItem:
     """For ``edit_file``: the unified diff of the change."""
     helpers: tuple[HelperGroup, ...] = ()
     """A ``delegate`` call's helpers, each with the state its own events fold to."""
+    starts_agents: bool = False
+    """The tool runs agents of its own (``ToolTraits.starts_agents``): shown with their groups."""
 
     @property
     def finished(self) -> bool:

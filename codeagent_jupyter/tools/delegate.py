@@ -41,38 +41,52 @@ from ..core.bus import EventBus
 from ..core.outcome import ToolOutcome
 from ..core.ports import EventSink, Model, SnapshotPort
 from ..core.toolset import ToolContext
-from ..errors import ToolArgumentError
+from ..errors import ToolArgumentError, ToolError
+from ..traits import ToolTraits
 from ..util.disk_budget import DiskBudgetError
+from ._schema import Tool
 from .helper_files import copy_back, copy_out
 from .toolbox import ToolBox
 
 log = logging.getLogger(__name__)
 
-SCHEMA: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": "delegate",
-        "description": (
-            "Run several independent tasks at once, each by a helper agent in its own sandbox "
-            "that starts with a copy of the workspace. Use it only for tasks that do not depend "
-            "on each other. Returns each helper's answer and the files it wrote (copied under "
-            "delegates/)."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "tasks": {
-                    "type": "array",
-                    "items": {"type": "string", "minLength": 1},
-                    "minItems": 1,
-                    "description": "One self-contained instruction per helper.",
-                }
-            },
-            "required": ["tasks"],
-            "additionalProperties": False,
+NAME = "delegate"
+"""The tool that starts helper agents (its name is part of the model's contract)."""
+
+
+async def _run_by_helper_tool(box: Any, **args: Any) -> ToolOutcome:
+    raise ToolError(f"{NAME} is run by its own toolset (HelperTool), not by ToolBox")
+
+
+TOOL = Tool(
+    NAME,
+    "Run several independent tasks at once, each by a helper agent in its own sandbox "
+    "that starts with a copy of the workspace. Use it only for tasks that do not depend "
+    "on each other. Returns each helper's answer and the files it wrote (copied under "
+    "delegates/).",
+    {
+        "type": "object",
+        "properties": {
+            "tasks": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "minItems": 1,
+                "description": "One self-contained instruction per helper.",
+            }
         },
+        "required": ["tasks"],
+        "additionalProperties": False,
     },
-}
+    _run_by_helper_tool,
+    # Helpers run in sandboxes of their own, under the session's hooks (checked there); their
+    # files come back into the workspace (snapshotted after).
+    ToolTraits(
+        "host", writes_workspace=True, policy_checked=False, over_mcp=False, starts_agents=True
+    ),
+    prompt="delegate hands independent sub-tasks to helper agents that work in parallel.",
+    prompt_rank=90,
+)
+SCHEMA: dict[str, Any] = TOOL.schema()
 
 
 @dataclass(frozen=True)
@@ -143,16 +157,23 @@ class HelperTool:
 
     @property
     def names(self) -> set[str]:
-        return {ev.HELPER_TOOL}
+        return {NAME}
 
     def schemas(self) -> list[dict[str, Any]]:
         return [copy.deepcopy(SCHEMA)]
 
+    def definition(self, name: str) -> Tool | None:
+        """This toolset's one tool's declaration (traits, prompt line)."""
+        return TOOL if name == NAME else None
+
+    def prompt_lines(self) -> list[tuple[int, str]]:
+        return [(TOOL.prompt_rank, TOOL.prompt)]
+
     async def call(
         self, name: str, arguments: dict[str, Any], ctx: ToolContext | None = None
     ) -> ToolOutcome:
-        if name != ev.HELPER_TOOL:
-            raise ToolArgumentError(f"unknown tool {name!r}; available: {ev.HELPER_TOOL}")
+        if name != NAME:
+            raise ToolArgumentError(f"unknown tool {name!r}; available: {NAME}")
         tasks = arguments.get("tasks")
         if (
             not isinstance(tasks, list)

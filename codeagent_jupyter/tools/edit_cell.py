@@ -15,6 +15,9 @@ from typing import Any
 
 from ..core.outcome import ToolOutcome
 from ..errors import ToolError
+from ..traits import ToolTraits
+from ..util.textbounds import head_tail
+from ._schema import Tool, obj
 
 MAX_SOURCE = 100_000
 
@@ -86,3 +89,33 @@ def propose(
         f"in their kernel).\n{diff}"
     )
     return ToolOutcome(text=text, code=new_source, edit=edit)
+
+
+async def _handle(
+    box: Any, *, cell_id: str, new_source: str, reason: str, on_output: Any, limit: int
+) -> ToolOutcome:
+    outcome = propose(box.notebook_cells, cell_id, new_source, reason, box.cell_labels)
+    outcome.text = head_tail(outcome.text, limit)
+    return outcome
+
+
+EDIT_CELL = Tool(
+    "edit_cell",
+    "Propose a new source for one of the user's own notebook cells (cell ids are in the "
+    "notebook context). Nothing runs: the user sees a diff with your reason and accepts or "
+    "rejects it. Check the new code with run_cell first when the variables it needs are in "
+    "your sandbox.",
+    obj(
+        ["cell_id", "new_source", "reason"],
+        cell_id={"type": "string", "minLength": 1, "description": "The cell's id."},
+        new_source={"type": "string", "description": "The complete new source of the cell."},
+        reason={"type": "string", "description": "One sentence: what the edit fixes or adds."},
+    ),
+    _handle,
+    ToolTraits("none", language="python", shown_as="cell", over_mcp=False),
+    code=lambda args: args["new_source"],
+    prompt="edit_cell proposes a change to one of the user's own notebook cells; they accept or "
+    "reject it.",
+    prompt_rank=80,
+)
+"""Offered only when the session knows the user's notebook (its code cells by id)."""

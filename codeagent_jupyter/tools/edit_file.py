@@ -17,6 +17,7 @@ from typing import Any
 
 from ..core.outcome import ToolOutcome
 from ..errors import ToolArgumentError, ToolError
+from ..traits import ToolTraits
 from ..util.confined import TooLargeError, Workspace
 from ..util.disk_budget import DiskBudgetError, check_room
 from ..util.textbounds import head_tail
@@ -249,4 +250,26 @@ TOOL = Tool(
         },
     ),
     handle,
+    ToolTraits("workspace", writes_workspace=True),
+    cell=lambda args: edit_source(args),  # defined below: looked up at call time
+    prompt="Change existing files with edit_file (an exact old_string -> new_string "
+    "replacement) rather than rewriting them with write_file.",
+    prompt_rank=50,
 )
+
+
+def edit_source(args: dict[str, Any]) -> str | None:
+    """A notebook cell that makes the same edit again (the session notebook's record of an
+    ``edit_file`` call: re-running a session re-applies it), or None for odd arguments."""
+    path, old, new = args.get("path"), args.get("old_string"), args.get("new_string")
+    if not all(isinstance(v, str) for v in (path, old, new)) or "\n" in str(path):
+        return None
+    count = "" if args.get("replace_all") else ", 1"
+    return (
+        f"# edit_file {path}\n"
+        "import pathlib as _pathlib\n"
+        f"_path = _pathlib.Path({path!r})\n"
+        f"_text = _path.read_bytes().decode().replace({old!r}, {new!r}{count})\n"
+        "_path.write_bytes(_text.encode())\n"
+        "del _path, _pathlib, _text"
+    )

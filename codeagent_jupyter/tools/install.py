@@ -24,8 +24,9 @@ from ..core.toolset import ToolContext
 from ..errors import ToolArgumentError, ToolError
 from ..packages.import_names import import_names
 from ..packages.installer import Installer, Plan
+from ..traits import ToolTraits
 from ..util.sizes import size_text
-from ._schema import check, obj
+from ._schema import Tool, check, obj
 
 NAME = "install_packages"
 PARAMETERS = obj(
@@ -39,17 +40,33 @@ PARAMETERS = obj(
     },
     reason={"type": "string", "minLength": 1, "description": "One sentence: what they are for."},
 )
-SCHEMA: dict[str, Any] = {
-    "type": "function",
-    "function": {
-        "name": NAME,
-        "description": "Install Python packages (wheels from the server's package index) into "
-        "the sandbox, which has no network of its own: pip inside it cannot download. The "
-        "user may be asked to approve. Dependencies already installed are kept. The packages "
-        "are importable in the next run_cell, without a restart.",
-        "parameters": PARAMETERS,
-    },
-}
+INSTALL_PROMPT = (
+    "install_packages installs missing packages for the kernel (fetched outside the "
+    "sandbox, under the administrator's policy); pip inside the sandbox cannot reach the "
+    "network."
+)
+"""The prompt's sentence about ``install_packages``, used only when the tool is offered."""
+
+
+async def _run_by_install_tool(box: Any, **args: Any) -> ToolOutcome:
+    raise ToolError(f"{NAME} is run by its own toolset (InstallTool), not by ToolBox")
+
+
+TOOL = Tool(
+    NAME,
+    "Install Python packages (wheels from the server's package index) into "
+    "the sandbox, which has no network of its own: pip inside it cannot download. The "
+    "user may be asked to approve. Dependencies already installed are kept. The packages "
+    "are importable in the next run_cell, without a restart.",
+    PARAMETERS,
+    _run_by_install_tool,
+    # Runs pip outside the sandbox under the administrator's package policy, which decides;
+    # it asks for approval itself, with the wheels it would install ("auto" here: never twice).
+    ToolTraits("host", approval="auto", policy_checked=False),
+    prompt=INSTALL_PROMPT,
+    prompt_rank=30,
+)
+SCHEMA: dict[str, Any] = TOOL.schema()
 
 
 INVALIDATE = (
@@ -90,6 +107,13 @@ class InstallTool:
 
     def schemas(self) -> list[dict[str, Any]]:
         return [copy.deepcopy(SCHEMA)]
+
+    def definition(self, name: str) -> Tool | None:
+        """This toolset's one tool's declaration (traits, prompt line)."""
+        return TOOL if name == NAME else None
+
+    def prompt_lines(self) -> list[tuple[int, str]]:
+        return [(TOOL.prompt_rank, TOOL.prompt)]
 
     async def call(
         self, name: str, arguments: dict[str, Any], ctx: ToolContext | None = None

@@ -8,6 +8,7 @@ the ``mcp__`` prefix of MCP servers' tools: a plugin cannot shadow ``run_cell``.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import time
 from collections.abc import Iterable
@@ -18,11 +19,11 @@ from ..core.outcome import ToolOutcome
 from ..core.ports import ToolCall
 from ..core.toolset import ToolContext
 from ..errors import ConfigError, ToolArgumentError, ToolError
-from ..events import HELPER_TOOL
+from ..traits import ToolTraits
 from ..util.textbounds import head_tail
 from ..util.visible import visible
 from . import cells
-from ._schema import check
+from ._schema import Tool, check
 from .plugin_api import PluginTool
 
 GROUP = "codeagent_jupyter.tools"
@@ -39,17 +40,9 @@ MAX_CODE = 200_000
 
 def builtin_names() -> set[str]:
     """Every tool name this package itself may offer (whatever a session enables)."""
-    from . import install
-    from .toolbox import EDIT_CELL, VIEW_IMAGE, _definitions
+    from .registry import BUILTIN
 
-    return (
-        {t.name for t in _definitions()}
-        | {EDIT_CELL.name, VIEW_IMAGE.name}
-        | {
-            install.NAME,
-            HELPER_TOOL,
-        }
-    )
+    return set(BUILTIN)
 
 
 def installed() -> list[str]:
@@ -99,6 +92,21 @@ class PluginToolset:
 
     def schemas(self) -> list[dict[str, Any]]:
         return copy.deepcopy(self._schemas)
+
+    def definition(self, name: str) -> Tool | None:
+        """The plugin tool ``name`` as the package declares a tool: a kernel tool runs code,
+        writes the workspace and is a notebook cell (its built code, so a replay re-runs it);
+        a host tool runs outside the sandbox. Both are policy-checked (the traits' default)."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return None
+        approval = "ask" if tool.approval == "ask" else "auto"
+        if tool.runs == "kernel":
+            traits = ToolTraits("kernel", True, approval, language="python", shown_as="cell")
+            built = functools.partial(_built_code, tool)
+            return Tool(name, tool.description, tool.parameters, _not_here, traits, built, built)
+        traits = ToolTraits("host", False, approval)
+        return Tool(name, tool.description, tool.parameters, _not_here, traits)
 
     def prompt_lines(self) -> list[str]:
         """The plugins' own lines for the system prompt."""
@@ -152,6 +160,21 @@ class PluginToolset:
                 raise ToolError(f"{tool.name} failed: {type(exc).__name__}: {exc}") from None
         text = visible(result if isinstance(result, str) else str(result))
         return ToolOutcome(text=head_tail(text, limit), duration_s=time.perf_counter() - started)
+
+
+async def _not_here(*_: Any, **__: Any) -> Any:
+    """A plugin's declaration is run by ``PluginToolset.call``, never through its handler."""
+    raise ToolError("a plugin tool runs through its toolset")
+
+
+def _built_code(tool: PluginTool, args: dict[str, Any]) -> str | None:
+    """A kernel plugin's code for these arguments (what the call shows and records); None
+    when the plugin builds none for them."""
+    try:
+        code = tool.function(**check(args, tool.parameters, tool.name))
+    except Exception:
+        return None
+    return code if isinstance(code, str) and len(code) <= MAX_CODE else None
 
 
 def _line(text: str) -> str:

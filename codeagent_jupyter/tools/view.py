@@ -18,8 +18,10 @@ from typing import Any
 
 from ..core.outcome import ToolOutcome
 from ..errors import ToolArgumentError, ToolError
+from ..traits import ToolTraits
 from ..util.confined import TooLargeError, Workspace
 from ..util.textbounds import head_tail
+from ._schema import Tool, obj
 
 MAX_SIDE = 1024
 MAX_PER_CALL = 3
@@ -127,3 +129,32 @@ async def handle_view_image(box: Any, *, path: str, on_output: Any, limit: int) 
     part, note = await box.confined(view_image, path)
     rel = Workspace.relpath(path)
     return ToolOutcome(text=head_tail(f"{rel}: {note}; {SHOWN_HINT}", limit), images=[part])
+
+
+SEEING_PROMPT = (
+    "Images: the plots and images a cell displays are shown to you after the tool results "
+    "(a few per step, scaled to at most 1024 px), and view_image shows an image file of the "
+    "workspace. The user sees them too."
+)
+BLIND_PROMPT = (
+    "Images: you do not receive images. A plot reaches you as a placeholder such as "
+    "[image/png 640x480] while the user sees it; check a chart from its data (the values "
+    "plotted, axis limits, series lengths), not by looking."
+)
+IMAGES_RANK = 1000
+"""The images line comes last under "How to work", whichever it is."""
+
+VIEW_IMAGE = Tool(
+    "view_image",
+    "Look at an image file of the workspace (PNG, JPEG, GIF, WebP…), e.g. a chart a script "
+    "saved: it is shown to you after the tool results. Size cap: an image whose longer side "
+    f"is over {MAX_SIDE} px is scaled down to {MAX_SIDE} px, so enlarging a crop "
+    "shows no more detail; crop the region you need at its own pixels instead. Sent as PNG "
+    "when it fits (lossless), else as JPEG.",
+    obj(["path"], path={"type": "string", "description": "Path relative to the workspace root."}),
+    handle_view_image,
+    ToolTraits("workspace"),
+    prompt=SEEING_PROMPT,
+    prompt_rank=IMAGES_RANK,
+)
+"""Offered only to a model that sees (``vision``); its prompt line replaces ``BLIND_PROMPT``."""

@@ -112,7 +112,7 @@ def cell_source(
 ) -> str:
     """An accepted agent cell's notebook source; ``preloaded`` None (a sandbox or recording
     that did not say) assumes the default preload. Shell cells are left as they are."""
-    if cell.tool != "run_cell":
+    if cell.language != "python" or cell.edit:  # a shell cell, or a proposal for a user's cell
         return cell.notebook_source
     chosen = DEFAULT_PRELOADED if preloaded is None else preloaded
     return handoff_source(cell.notebook_source, chosen, brought)

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import events as ev
 from ..timeline.state import Item, ToolItem
 from .helpers_view import HelperView
 from .views import _VIEWS, ItemView
 
 
 def make_view(item: Item, panel: Any) -> ItemView:
-    if isinstance(item, ToolItem) and item.name == ev.HELPER_TOOL:
+    if isinstance(item, ToolItem) and item.starts_agents:
         return HelperView(item, panel)  # its helpers, as collapsible groups
     return _VIEWS[type(item)](item, panel)

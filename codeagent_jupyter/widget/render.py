@@ -73,20 +73,20 @@ _RUN_STATUS = {
 }
 
 
-def code_html(code: str, tool: str = "run_cell") -> str:
-    """Syntax-highlighted source (Python, or shell for ``run_command``) on the editor's
-    background, in the editor's colours."""
+def code_html(code: str, language: str = "python") -> str:
+    """Syntax-highlighted source (``python``, or ``shell``: a tool's ``ToolTraits.language``)
+    on the editor's background, in the editor's colours."""
     style = (
         f"{PRE}background:{theme.CODE_BG};border:1px solid {theme.CODE_BORDER};border-radius:2px"
     )
-    return f'<pre class="codeagent-code" style="{style}">{theme.highlight(code, tool)}</pre>'
+    return f'<pre class="codeagent-code" style="{style}">{theme.highlight(code, language)}</pre>'
 
 
 def cell_header(cell: CellItem, target: str = "") -> str:
     """ "Cell 3 · step 2 · error · 0.4 s · fix for cell 2"; ``target`` names the user's
     cell an edit replaces (``In [7]``)."""
     parts = [f"<b>Cell {cell.number}</b>", f"step {cell.step}"]
-    if cell.tool == "run_command":
+    if cell.language == "shell":
         parts.append("shell")
     if cell.edit:
         parts.append(f"edit of {esc(target)}" if target else "edit of your cell")
@@ -140,7 +140,7 @@ def cell_html(cell: CellItem, target: str = "") -> str:
         return f"{opening}{head}{edit_html(cell.edit, target)}</div>"
     outputs = "".join(output_html(o) for o in merge_streams(cell.outputs))
     return (
-        f"{opening}{head}{code_html(cell.code, cell.tool)}"
+        f"{opening}{head}{code_html(cell.code, cell.language)}"
         f'<div class="codeagent-outputs">{outputs}</div></div>'
     )
 
@@ -230,7 +230,7 @@ def arguments_html(arguments: Any) -> str:
     if isinstance(arguments, dict) and set(arguments) == {"code"}:
         return code_html(str(arguments["code"]))
     if isinstance(arguments, dict) and set(arguments) == {"command"}:
-        return code_html(str(arguments["command"]), "run_command")
+        return code_html(str(arguments["command"]), "shell")
     if is_install(arguments):
         return packages_html(arguments)
     text = json.dumps(arguments, indent=2, ensure_ascii=False, default=str)

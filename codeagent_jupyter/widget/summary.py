@@ -32,7 +32,7 @@ def _cell(cell: CellItem, budget: list[int]) -> str:
             "notebook]</i></p>"
         )
     head = render.cell_header(cell)
-    code = render.code_html(cell.code, cell.tool) if not cell.edit else ""
+    code = render.code_html(cell.code, cell.language) if not cell.edit else ""
     body = code + "".join(outputs) if not cell.edit else render.edit_html(cell.edit)
     return (
         f'<details class="codeagent-summary-cell" data-cell="{cell.number}">'

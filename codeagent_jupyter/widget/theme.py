@@ -61,11 +61,12 @@ def token_color(kind: object) -> str:
     return ""
 
 
-def highlight(code: str, tool: str = "run_cell") -> str:
-    """``code`` as escaped HTML spans coloured with JupyterLab's editor variables."""
+def highlight(code: str, language: str = "python") -> str:
+    """``code`` (``python`` or ``shell``) as escaped HTML spans coloured with JupyterLab's
+    editor variables."""
     import html
 
-    lexer = BashLexer() if tool == "run_command" else PythonLexer()
+    lexer = BashLexer() if language == "shell" else PythonLexer()
     parts = []
     for kind, value in lexer.get_tokens(code):
         text = html.escape(value, quote=False)

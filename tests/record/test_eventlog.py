@@ -16,6 +16,7 @@ from codeagent_jupyter.record.recorder import NotebookRecorder, load_session
 from codeagent_jupyter.timeline.fold import fold
 from codeagent_jupyter.timeline.state import CellItem, FinishedItem, NoteItem, ToolItem
 from codeagent_jupyter.widget.make import make_view
+from tests import tool_events
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -50,12 +51,12 @@ def one_of_each() -> list[ev.Event]:
             total_estimated=True,
         ),
         ev.PlanUpdated(steps=[{"step": "run", "status": "in_progress"}]),
-        ev.ToolCallStarted(step=1, tool_call_id="c1", name="run_cell", arguments={"code": code}),
+        tool_events.started("run_cell", {"code": code}, step=1, tool_call_id="c1"),
         ev.CellOutput(tool_call_id="c1", output=cell[0]),
-        ev.ToolCallFinished(
+        tool_events.finished(
+            "run_cell",
             step=1,
             tool_call_id="c1",
-            name="run_cell",
             result="hi",
             code=code,
             outputs=cell,
@@ -69,13 +70,14 @@ def one_of_each() -> list[ev.Event]:
             arguments={"path": "a.txt", "content": "line\nnext"},
         ),
         ev.ApprovalDecided(tool_call_id="c2", approved=True),
-        ev.ToolCallStarted(
+        ev.ToolCallStarted(  # as recorded before events carried traits: still read
             step=1,
             tool_call_id="c2",
             name="write_file",
             arguments={"path": "a.txt", "content": "line\nnext"},
         ),
         ev.ToolCallFinished(step=1, tool_call_id="c2", name="write_file", result="created a.txt"),
+        ev.ModelNote(step=2, text="the server cannot stream tool calls; asked without streaming"),
         ev.ToolCallFinished(
             step=1, tool_call_id="c3", name="read_file", status="refused", result="Error: not JSON"
         ),

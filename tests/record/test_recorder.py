@@ -16,6 +16,7 @@ from codeagent_jupyter.core.bus import EventBus
 from codeagent_jupyter.errors import ConfigError
 from codeagent_jupyter.record.eventlog import decode_notebook
 from codeagent_jupyter.record.recorder import OUTPUT_CAP, NotebookRecorder, load_session
+from tests import tool_events
 
 PNG = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJ"
@@ -41,9 +42,9 @@ def assistant(step: int, text: str | None, *calls: dict) -> ev.AssistantMessage:
 
 def tool(step: int, call_id: str, name: str, args: dict, **finished) -> list[ev.Event]:
     """A tool call as the loop reports it: the assistant turn, started, (outputs), finished."""
-    started = ev.ToolCallStarted(step=step, tool_call_id=call_id, name=name, arguments=args)
+    started = tool_events.started(name, args, step=step, tool_call_id=call_id)
     live = [ev.CellOutput(tool_call_id=call_id, output=o) for o in finished.get("outputs", [])]
-    done = ev.ToolCallFinished(step=step, tool_call_id=call_id, name=name, **finished)
+    done = tool_events.finished(name, step=step, tool_call_id=call_id, **finished)
     return [assistant(step, None, call(call_id, name, args)), started, *live, done]
 
 

@@ -9,6 +9,7 @@ import time
 import pytest
 from jupyter_core.paths import jupyter_runtime_dir
 
+from codeagent_jupyter.config import SandboxLimits
 from codeagent_jupyter.core.ports import SandboxPort
 from codeagent_jupyter.sandbox import Sandbox, cgroup
 from codeagent_jupyter.sandbox.launcher import cgroup_memory_bytes
@@ -176,7 +177,8 @@ async def test_run_command_captures_output_and_exit_code(sandbox: Sandbox) -> No
 
 async def test_enforcement_claims_match_behaviour(sandbox: Sandbox) -> None:
     claims = sandbox.enforcement
-    expected = {"memory", "cpu", "file_size", "processes", "network", "filesystem", "pid"}
+    expected = {*SandboxLimits.enforced_keys(), "network", "filesystem", "pid"}
+    assert {"memory", "cpu", "file_size", "processes"} <= expected  # the declarations say so
     assert expected | {"env", "cell_timeout", "output_bytes", "stdin"} <= set(claims)
     code = (
         "import json, os, resource\n"

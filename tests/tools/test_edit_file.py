@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from codeagent_jupyter.errors import ToolArgumentError, ToolError
-from codeagent_jupyter.record.notebook_cells import edit_source as replay_source
 from codeagent_jupyter.tools import ToolBox
+from codeagent_jupyter.tools.edit_file import edit_source as replay_source
 
 
 async def edit(tmp_path: Path, **args):

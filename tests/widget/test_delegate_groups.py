@@ -76,7 +76,7 @@ def test_helpers_fold_into_groups_under_the_call_and_update_in_place() -> None:
 
 
 def test_a_call_without_helpers_shows_no_groups() -> None:
-    item = ToolItem("tool-d", "d", 1, "delegate", {"tasks": ["x"]})
+    item = ToolItem("tool-d", "d", 1, "delegate", {"tasks": ["x"]}, starts_agents=True)
     view = make_view(item, panel=None)
     assert isinstance(view.widget, w.VBox) and view.groups.layout.display == "none"
 
