@@ -186,10 +186,12 @@ async def _run(args: argparse.Namespace) -> int:
             instructions=instructions,
             instruction_files=applied,
         )
+        if args.gateway_url:  # a gateway may refuse the sandbox: no model request before it
+            await starting.ready()
         running = asyncio.ensure_future(drive(loop, [args.prompt]))  # the request leaves
         printer = None
         try:
-            sinks = session_sinks(args, workdir, out, session_id, await prepared, hooks)
+            sinks = session_sinks(args, workdir, out, session_id, (await prepared)(), hooks)
             printer, changes = sinks.printer, sinks.changes
             attach_sinks(bus, sinks.all)
             network.attach(bus)

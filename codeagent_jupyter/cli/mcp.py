@@ -125,7 +125,7 @@ async def run(args: argparse.Namespace) -> int:
 
         stop = _stop_on_signals()
         sandbox = await starting.ready()
-        sign = signing(await prepared)  # its key existed before the sandbox: it is hidden
+        sign = signing((await prepared)())  # its key existed before the sandbox: it is hidden
         stdin = anyio.wrap_file(io.TextIOWrapper(wire_in, encoding="utf-8", errors="replace"))
         stdout = anyio.wrap_file(io.TextIOWrapper(wire_out, encoding="utf-8"))
         async with stdio_server(stdin, stdout) as (read, write):

@@ -194,15 +194,19 @@ def attach_sinks(bus: Any, sinks: Sequence[EventSink]) -> None:
 
 def prepare_sandbox(args: argparse.Namespace) -> Any:
     """What a sandbox's start needs first, done in a thread while the first model request
-    leaves: the CLI's notary (its key made now if new, so that the sandbox hides it; the
-    notary is returned) and the import of the sandbox backend's module (jupyter_client and
-    ZMQ for a local kernel), after which making the sandbox takes no time."""
+    leaves: the CLI's notary (its key made now if new, so that the sandbox hides it; what
+    makes the notary is returned, to be called on the signing thread: a SQLite connection
+    serves only the thread that opened it) and the import of the sandbox backend's module
+    (jupyter_client and ZMQ for a local kernel), after which making the sandbox takes no
+    time."""
     from ..record.notary import cli_notary
 
-    notary = cli_notary()
+    made = cli_notary()  # the key exists before the sandbox starts, so the sandbox hides it
+    if made is not None:
+        made.close()  # its SQLite connection works only in this thread
     backend = ".gateway" if getattr(args, "gateway_url", "") else ".kernel"
     importlib.import_module(backend, "codeagent_jupyter.sandbox")
-    return notary
+    return cli_notary  # made again on the caller's thread, which signs every save
 
 
 @dataclass
