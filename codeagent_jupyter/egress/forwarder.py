@@ -17,6 +17,7 @@ import socket
 import threading
 import time
 from collections.abc import MutableMapping
+from concurrent.futures import ThreadPoolExecutor
 
 PORT = 3128
 """The proxy port on the sandbox's loopback (its own network namespace: always free)."""
@@ -25,6 +26,8 @@ SOCKET = "/run/codeagent/egress.sock"
 PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 CHUNK = 256 * 1024
 """Bytes carried per call (and the pipe's size, where ``splice`` carries them)."""
+THREADS = 256
+"""Threads at most (two per open connection; the broker takes 32 connections at once)."""
 SPLICE = hasattr(os, "splice") and hasattr(fcntl, "F_SETPIPE_SZ")
 """Linux with Python 3.10 or later: bytes move socket to socket without a copy in Python."""
 
@@ -62,8 +65,10 @@ def spawn(listener: socket.socket, path: str = SOCKET) -> int:
 
 
 def _serve(listener: socket.socket, path: str) -> None:
-    """Accept forever; each connection carried by a thread of its own (blocking calls
-    and, on Linux, ``splice``: the bytes never enter Python, no event loop turn per read)."""
+    """Accept forever; each direction of a connection carried by a pooled thread (blocking
+    calls and, on Linux, ``splice``: the bytes never enter Python). Threads are kept for
+    the next connection: starting two per request cost more than the request."""
+    pool = ThreadPoolExecutor(THREADS, thread_name_prefix="forward")
     while True:
         try:
             client, _ = listener.accept()
@@ -71,24 +76,51 @@ def _serve(listener: socket.socket, path: str) -> None:
             time.sleep(0.05)
             continue
         try:
-            threading.Thread(target=_carry, args=(client, path), daemon=True).start()
-        except RuntimeError:  # no thread to be had (the cell used up its processes)
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            broker = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError:
             client.close()
-
-
-def _carry(client: socket.socket, path: str) -> None:
-    """One connection: the request side in a second thread, the response side here."""
-    with client, contextlib.suppress(OSError, RuntimeError):
-        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as broker:
+            continue
+        link = _Link(client, broker)
+        try:
             broker.connect(path)
-            up = threading.Thread(target=_pipe, args=(client, broker), daemon=True)
-            up.start()
-            _pipe(broker, client)
-            up.join()
+        except OSError:
+            link.close()
+            continue
+        try:
+            pool.submit(_pipe, client, broker, link)
+            pool.submit(_pipe, broker, client, link)
+        except RuntimeError:  # no thread could be started: what is queued ends at once
+            link.cut()
 
 
-def _pipe(src: socket.socket, dst: socket.socket) -> None:
+class _Link:
+    """Both sockets of one connection, closed when both directions have ended."""
+
+    def __init__(self, client: socket.socket, broker: socket.socket) -> None:
+        self.sockets = (client, broker)
+        self.open = 2
+        self.lock = threading.Lock()
+
+    def ended(self) -> None:
+        with self.lock:
+            self.open -= 1
+            last = self.open == 0
+        if last:
+            self.close()
+
+    def close(self) -> None:
+        for sock in self.sockets:
+            sock.close()
+
+    def cut(self) -> None:
+        """End both directions without closing (a thread may be in a call on them)."""
+        for sock in self.sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+def _pipe(src: socket.socket, dst: socket.socket, link: _Link) -> None:
     """Bytes from ``src`` to ``dst`` until ``src`` ends, then the end passed on."""
     try:
         if not (SPLICE and _splice(src.fileno(), dst.fileno())):
@@ -99,6 +131,7 @@ def _pipe(src: socket.socket, dst: socket.socket) -> None:
     finally:
         with contextlib.suppress(OSError):
             dst.shutdown(socket.SHUT_WR)
+        link.ended()
 
 
 def _splice(src: int, dst: int) -> bool:

@@ -7,7 +7,9 @@ thread of this body's own (one worker: chunks are hashed in the order they came)
 the loop sends it and reads the next; small chunks are hashed on the spot, where a thread
 hop would cost more than the hash. At most ``AHEAD`` bytes wait to be hashed: past that
 the relay waits for the hasher, so a fast origin cannot pile bodies up in memory. The
-digest is whole only once ``digest()`` returned.
+digest is whole only once ``digest()`` returned. The worker is the broker's (``Hashers``),
+started at its first large body and kept: starting a thread per body costs more than it
+saves on a loaded machine.
 """
 
 from __future__ import annotations
@@ -23,12 +25,31 @@ AHEAD = 4 * 1024 * 1024
 """The most bytes waiting for the worker before the relay waits for it."""
 
 
+class Hashers:
+    """One broker's hashing worker: one thread, started when first wanted (chunks queued
+    to it are hashed in the order they were given, whichever body they belong to)."""
+
+    def __init__(self) -> None:
+        self._worker: ThreadPoolExecutor | None = None
+
+    def worker(self) -> ThreadPoolExecutor:
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="egress-hash")
+        return self._worker
+
+    def close(self) -> None:
+        """Let the thread go once the chunk in hand is hashed (the rest is dropped)."""
+        if self._worker is not None:
+            self._worker.shutdown(wait=False, cancel_futures=True)
+            self._worker = None
+
+
 class BodyHash:
     """``await update(chunk)`` for each chunk in order, then ``await digest()``."""
 
-    def __init__(self) -> None:
+    def __init__(self, hashers: Hashers) -> None:
         self._hash = hashlib.sha256()
-        self._worker: ThreadPoolExecutor | None = None
+        self._hashers = hashers
         self._pending: deque[tuple[Future[None], int]] = deque()
         self._waiting = 0
 
@@ -37,27 +58,23 @@ class BodyHash:
         if len(chunk) < INLINE and not self._pending:
             self._hash.update(chunk)
             return
-        if self._worker is None:
-            self._worker = ThreadPoolExecutor(1, thread_name_prefix="egress-hash")
-        self._pending.append((self._worker.submit(self._hash.update, chunk), len(chunk)))
+        worker = self._hashers.worker()
+        self._pending.append((worker.submit(self._hash.update, chunk), len(chunk)))
         self._waiting += len(chunk)
         while self._pending and (self._waiting > AHEAD or self._pending[0][0].done()):
             await self._settle()
 
     async def digest(self) -> str:
         """The hex digest of every chunk given, once the worker has hashed them all."""
-        try:
-            while self._pending:
-                await self._settle()
-        finally:
-            self.close()
+        while self._pending:
+            await self._settle()
         return self._hash.hexdigest()
 
     def close(self) -> None:
-        """Let the worker go (it finishes the chunk in hand; the rest is dropped)."""
-        if self._worker is not None:
-            self._worker.shutdown(wait=False, cancel_futures=True)
-            self._worker = None
+        """Drop the chunks not hashed yet (the body is not wanted any more)."""
+        for future, _ in self._pending:
+            future.cancel()
+        self._pending.clear()
 
     async def _settle(self) -> None:
         future, size = self._pending[0]

@@ -6,7 +6,8 @@ hashed and cut at ``max_response_mb``, or a tunnel's bytes both ways uninspected
 byte counted against the session, every read and write against the idle timeout. A
 complete ``GET`` body also goes into ``bodies`` (the content store, when there is one) as
 it passes, with the response headers a replay needs kept in the record. It expects
-``policy``, ``idle_timeout``, ``session_bytes`` and ``bodies`` on the object (``Broker``).
+``policy``, ``idle_timeout``, ``session_bytes``, ``bodies`` and ``hashers`` on the object
+(``Broker``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 
 from . import http1
 from .bodies import BodyStore, BodyWriter
-from .hashing import BodyHash
+from .hashing import BodyHash, Hashers
 from .policy import EgressPolicy
 
 T = TypeVar("T")
@@ -66,6 +67,7 @@ class Relaying:
     idle_timeout: float
     session_bytes: int
     bodies: BodyStore | None
+    hashers: Hashers
 
     async def _forward(
         self,
@@ -123,7 +125,7 @@ class Relaying:
         keep: BodyWriter | None,
     ) -> None:
         """The response body back to the client, hashed, capped, and kept when whole."""
-        body = BodyHash()
+        body = BodyHash(self.hashers)
         cap = int(self.policy.max_response_mb * MIB)
         size, whole = 0, False
         try:
