@@ -13,11 +13,12 @@ import contextlib
 import errno
 import fcntl
 import os
+import queue
 import socket
 import threading
 import time
-from collections.abc import MutableMapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, MutableMapping
+from typing import Any
 
 PORT = 3128
 """The proxy port on the sandbox's loopback (its own network namespace: always free)."""
@@ -26,8 +27,10 @@ SOCKET = "/run/codeagent/egress.sock"
 PROXY_NAMES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 CHUNK = 256 * 1024
 """Bytes carried per call (and the pipe's size, where ``splice`` carries them)."""
-THREADS = 256
-"""Threads at most (two per open connection; the broker takes 32 connections at once)."""
+THREADS = 64
+"""Threads at most: two per open connection, and the broker takes 32 at once (more wait)."""
+IDLE_S = 10.0
+"""Seconds a thread without work is kept."""
 SPLICE = hasattr(os, "splice") and hasattr(fcntl, "F_SETPIPE_SZ")
 """Linux with Python 3.10 or later: bytes move socket to socket without a copy in Python."""
 
@@ -66,9 +69,8 @@ def spawn(listener: socket.socket, path: str = SOCKET) -> int:
 
 def _serve(listener: socket.socket, path: str) -> None:
     """Accept forever; each direction of a connection carried by a pooled thread (blocking
-    calls and, on Linux, ``splice``: the bytes never enter Python). Threads are kept for
-    the next connection: starting two per request cost more than the request."""
-    pool = ThreadPoolExecutor(THREADS, thread_name_prefix="forward")
+    calls and, on Linux, ``splice``: the bytes never enter Python)."""
+    pool = _Pool(THREADS)
     while True:
         try:
             client, _ = listener.accept()
@@ -92,6 +94,57 @@ def _serve(listener: socket.socket, path: str) -> None:
             pool.submit(_pipe, broker, client, link)
         except RuntimeError:  # no thread could be started: what is queued ends at once
             link.cut()
+
+
+class _Pool:
+    """Threads kept for the next connection (starting two per request cost more than the
+    request), at most ``most`` of them, each gone after ``IDLE_S`` without work: every
+    thread counts against the sandbox's ``max_processes``, so a burst of connections
+    leaves none behind."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.jobs: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]]
+        self.jobs = queue.SimpleQueue()
+        self.lock = threading.Lock()
+        self.threads = self.idle = self.waiting = 0
+
+    def submit(self, job: Callable[..., None], *args: Any) -> None:
+        """Queue ``job``; a thread is started when no idle one is there to take it
+        (``RuntimeError`` when none can be: the job stays queued for a thread to come)."""
+        with self.lock:
+            self.jobs.put((job, args))
+            self.waiting += 1
+            if self.waiting <= self.idle or self.threads >= self.most:
+                return
+            self.threads += 1
+            self.idle += 1
+        try:
+            threading.Thread(target=self._work, daemon=True).start()
+        except RuntimeError:
+            with self.lock:
+                self.threads -= 1
+                self.idle -= 1
+            raise
+
+    def _work(self) -> None:
+        while True:
+            try:
+                job, args = self.jobs.get(timeout=IDLE_S)
+            except queue.Empty:
+                with self.lock:
+                    if self.waiting == 0:
+                        self.threads -= 1
+                        self.idle -= 1
+                        return
+                continue
+            with self.lock:
+                self.waiting -= 1
+                self.idle -= 1
+            with contextlib.suppress(Exception):
+                job(*args)
+            with self.lock:
+                self.idle += 1
 
 
 class _Link:

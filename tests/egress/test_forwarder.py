@@ -31,27 +31,27 @@ class _Echo(socketserver.StreamRequestHandler):
         self.wfile.write(data[::-1])
 
 
-def _spawned(path: Path) -> Iterator[int]:
+def _spawned(path: Path) -> Iterator[tuple[int, int]]:
     """A forwarder (a forked process, as in the sandbox) on a free port, toward ``path``."""
     listener = forwarder.listen(0)
     port = listener.getsockname()[1]
     pid = forwarder.spawn(listener, str(path))  # forked before any thread of the test
     try:
-        yield port
+        yield port, pid
     finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
 
 
 @pytest.fixture
-def relay(tmp_path: Path) -> Iterator[int]:
+def relay(tmp_path: Path) -> Iterator[tuple[int, int]]:
     """A forwarder on a free port of 127.0.0.1 in front of an echo server's socket."""
     path = tmp_path / "echo.sock"
-    for port in _spawned(path):
+    for spawned in _spawned(path):
         server = socketserver.ThreadingUnixStreamServer(str(path), _Echo)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:
-            yield port
+            yield spawned
         finally:
             server.shutdown()
             server.server_close()
@@ -67,15 +67,22 @@ def _exchange(port: int, data: bytes) -> bytes:
     return b"".join(chunks)
 
 
-def test_bytes_cross_whole_both_ways_on_many_connections(relay: int) -> None:
-    bodies = [os.urandom(3 * 1024 * 1024 + n) for n in range(12)]
-    with ThreadPoolExecutor(12) as pool:
-        answers = list(pool.map(lambda body: _exchange(relay, body), bodies))
+def test_bytes_cross_whole_both_ways_on_many_connections(relay: tuple[int, int]) -> None:
+    """More connections at once than the forwarder has threads: some wait, none is lost,
+    and its threads stay within ``THREADS`` (each counts against ``max_processes``)."""
+    port, pid = relay
+    count = forwarder.THREADS // 2 + 8
+    bodies = [os.urandom(512 * 1024 + n) for n in range(count)]
+    with ThreadPoolExecutor(count) as pool:
+        answers = list(pool.map(lambda body: _exchange(port, body), bodies))
     assert answers == [body[::-1] for body in bodies]
+    status = Path(f"/proc/{pid}/status").read_text()
+    threads = int(status.split("Threads:")[1].split()[0])
+    assert 2 < threads <= forwarder.THREADS + 1
 
 
 def test_a_client_is_let_go_when_the_broker_is_not_there(tmp_path: Path) -> None:
-    for port in _spawned(tmp_path / "absent.sock"):
+    for port, _ in _spawned(tmp_path / "absent.sock"):
         with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
             sock.sendall(b"GET http://example.org/ HTTP/1.1\r\n\r\n")
             with contextlib.suppress(ConnectionResetError):  # closed with the request unread
