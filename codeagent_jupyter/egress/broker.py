@@ -33,7 +33,6 @@ from typing import Any
 from . import http1
 from .addresses import networks, refusal, resolve
 from .bodies import BodyStore
-from .hashing import Hashers
 from .policy import Approver, EgressPolicy, Verdict
 from .relay import CHUNK, MIB, Refused, Relaying, answer, within
 from .replay import Recording
@@ -86,8 +85,6 @@ class Broker(Relaying):
         """Answers given "for this session" (and denials), by host name."""
         self._asking = asyncio.Lock()
         self.session_bytes = 0
-        self.hashers = Hashers()
-        """The thread large bodies are hashed by (started at the first, kept until close)."""
         self.records: deque[dict[str, Any]] = deque(maxlen=RECORDS_KEPT)
         """The latest records (the full record went to ``on_request``)."""
         self._ranges = networks(policy.allow_ranges)
@@ -120,7 +117,6 @@ class Broker(Relaying):
             self._server = None
         for task in list(self._tasks):
             task.cancel()
-        self.hashers.close()
         if self.path != Path():
             with contextlib.suppress(OSError):
                 self.path.unlink()

@@ -6,20 +6,19 @@ hashed and cut at ``max_response_mb``, or a tunnel's bytes both ways uninspected
 byte counted against the session, every read and write against the idle timeout. A
 complete ``GET`` body also goes into ``bodies`` (the content store, when there is one) as
 it passes, with the response headers a replay needs kept in the record. It expects
-``policy``, ``idle_timeout``, ``session_bytes``, ``bodies`` and ``hashers`` on the object
-(``Broker``).
+``policy``, ``idle_timeout``, ``session_bytes`` and ``bodies`` on the object (``Broker``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from . import http1
 from .bodies import BodyStore, BodyWriter
-from .hashing import BodyHash, Hashers
 from .policy import EgressPolicy
 
 T = TypeVar("T")
@@ -67,7 +66,6 @@ class Relaying:
     idle_timeout: float
     session_bytes: int
     bodies: BodyStore | None
-    hashers: Hashers
 
     async def _forward(
         self,
@@ -125,7 +123,7 @@ class Relaying:
         keep: BodyWriter | None,
     ) -> None:
         """The response body back to the client, hashed, capped, and kept when whole."""
-        body = BodyHash(self.hashers)
+        body = hashlib.sha256()
         cap = int(self.policy.max_response_mb * MIB)
         size, whole = 0, False
         try:
@@ -140,12 +138,12 @@ class Relaying:
                     record["rule"] += f"; cut at max_response_mb {self.policy.max_response_mb:g}"
                     size += len(chunk)
                     writer.write(chunk)
-                    await body.update(chunk)
+                    body.update(chunk)
                     break
                 size += len(chunk)
                 self._count(len(chunk), record)
                 writer.write(chunk)  # sent first: the hash and the store come after
-                await body.update(chunk)
+                body.update(chunk)
                 if keep is not None:  # a disk write: off the event loop
                     await asyncio.to_thread(keep.write, chunk)
                 await self._drain(writer)
@@ -153,11 +151,8 @@ class Relaying:
                 whole = True
         except Refused as e:
             record["rule"] += f"; cut: {e.rule}"
-        except BaseException:
-            body.close()  # the client went away or the relay was stopped: no digest wanted
-            raise
         record["bytes_down"] += size
-        record["sha256"] = await body.digest()
+        record["sha256"] = body.hexdigest()
         if keep is not None:
             # Only a body the sandbox got whole is kept: a replay serves it as it came.
             kept = await asyncio.to_thread(keep.finish, record["sha256"]) if whole else None
