@@ -196,8 +196,8 @@ async def test_a_name_is_resolved_once_and_the_checked_address_is_used(
 async def test_a_large_body_is_recorded_by_the_digest_of_what_was_sent(
     tmp_path: Path, cap_mb: float | None
 ) -> None:
-    """Large chunks are hashed beside the relay, by a worker: in order, every byte, and
-    only the bytes the client got when the body is cut at ``max_response_mb``."""
+    """Each chunk is hashed after it is sent: in order, every byte, and only the bytes
+    the client got when the body is cut at ``max_response_mb``."""
     body = os.urandom(5 * 1024 * 1024 + 12345)  # many chunks, none alike
     (tmp_path / "www").mkdir()
     (tmp_path / "www" / "random.bin").write_bytes(body)
