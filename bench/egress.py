@@ -72,6 +72,33 @@ for pid in os.listdir("/proc"):
 """
 
 
+ALONE = r"""
+import json, socket, sys, time
+port, path, counts = int(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+def get(connect, request):
+    t = time.perf_counter()
+    with connect() as s:
+        s.sendall(request)
+        while s.recv(1 << 20):
+            pass
+    return time.perf_counter() - t
+def broker():
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    return s
+def direct():
+    return socket.create_connection(("127.0.0.2", port))
+out = {}
+for name, n in counts.items():
+    out[name] = {"direct": [], "broker": []}
+    for _ in range(n):  # in turn: a busy moment slows both
+        out[name]["direct"].append(get(direct, f"GET /{name} HTTP/1.0\r\n\r\n".encode()))
+        line = f"GET http://data.test:{port}/{name} HTTP/1.0\r\n\r\n"
+        out[name]["broker"].append(get(broker, line.encode()))
+print(json.dumps(out))
+"""
+
+
 @contextlib.contextmanager
 def origin(folder: Path, host: str = "127.0.0.2") -> Iterator[int]:
     """``python -m http.server`` on ``host`` in a process of its own (so it never shares
@@ -120,6 +147,21 @@ async def fetch(
     return json.loads(result.text.strip().splitlines()[-1]), forwarder
 
 
+async def broker_alone(port: int, policy: EgressPolicy, args: Any) -> dict[str, Any]:
+    """The broker's own share: a client on the host (a process of its own) times the same
+    GETs on the broker's unix socket and straight to the origin, in turn; no sandbox, no
+    forwarder."""
+    link = EgressLink(policy, lambda r: None)
+    path = await link.start()
+    counts = json.dumps({"small.txt": args.small, "big.bin": args.big})
+    client = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", ALONE, str(port), str(path), counts, stdout=subprocess.PIPE
+    )
+    out, _ = await client.communicate()
+    await link.close()
+    return dict(json.loads(out))
+
+
 async def broker_memory(port: int, count: int) -> tuple[int, int, int]:
     """RSS growth of this process with ``count`` brokers, each used and holding a client."""
     policy = EgressPolicy.from_dict(
@@ -154,6 +196,14 @@ async def broker_memory(port: int, count: int) -> tuple[int, int, int]:
     return before, after, traced
 
 
+def _row(label: str, direct: list[float], broker: list[float]) -> tuple[str, ...]:
+    """Direct and broker p50, the broker's p95, what it adds, and direct / broker."""
+    d, b = statistics.median(direct), statistics.median(broker)
+    p95 = pct(broker, 0.95)
+    added, speed = f"{(b - d) * 1000:+.2f}", f"{d / b * 100:.0f} %"
+    return (label, f"{d * 1000:.2f}", f"{b * 1000:.2f}", f"{p95 * 1000:.2f}", added, speed)
+
+
 async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         www = Path(tmp)
@@ -181,24 +231,27 @@ async def main(args: argparse.Namespace) -> None:
                 SandboxLimits(egress_broker=True, **base), policy, brokered, args
             )
             cpu = time.process_time() - cpu  # the broker's share, and the sandbox's start
+            alone = await broker_alone(port, policy, args)
             before, after, traced = await broker_memory(port, args.brokers)
-    rows = []
-    for label, key in ((f"{args.small} small GETs", "small"), (f"1 MiB GET x{args.big}", "big")):
-        d, b = host[key], ours[key]
-        added = (statistics.median(b) - statistics.median(d)) * 1000
-        rows.append(
-            (
-                label,
-                f"{statistics.median(d) * 1000:.2f}",
-                f"{statistics.median(b) * 1000:.2f}",
-                f"{pct(b, 0.95) * 1000:.2f}",
-                f"{added:+.2f}",
-                f"{statistics.median(d) / statistics.median(b) * 100:.0f} %",
-            )
-        )
+    labels = (
+        (f"{args.small} small GETs", "small", "small.txt"),
+        (f"1 MiB GET x{args.big}", "big", "big.bin"),
+    )
     header = ["requests", "direct ms (p50)", "broker ms (p50)", "broker p95", "added ms", "speed"]
-    print(table(header, rows))
+    print(table(header, [_row(label, host[key], ours[key]) for label, key, _ in labels]))
     mib = ours["big_bytes"] / (1 << 20)
+    print()
+    print("The broker alone (a client on the host, on its unix socket; no sandbox, no forwarder):")
+    print()
+    print(
+        table(
+            header,
+            [
+                _row(label, alone[name]["direct"], alone[name]["broker"])
+                for label, _, name in labels
+            ],
+        )
+    )
     print()
     print(
         f"CPU of this process (the broker, plus starting the sandbox) during the policy run: "

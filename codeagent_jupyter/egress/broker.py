@@ -34,7 +34,7 @@ from . import http1
 from .addresses import networks, refusal, resolve
 from .bodies import BodyStore
 from .policy import Approver, EgressPolicy, Verdict
-from .relay import CHUNK, MIB, Refused, Relaying, answer
+from .relay import CHUNK, MIB, Refused, Relaying, answer, within
 from .replay import Recording
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ class Broker(Relaying):
         record: dict[str, Any] = {"method": "", "url": "", "status": 0, "bytes_up": 0}
         record.update(bytes_down=0, sha256="", rule="", allowed=False)
         try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.head_timeout)
+            head = await within(reader.readuntil(b"\r\n\r\n"), self.head_timeout)
         except TimeoutError:
             return await self._refuse(writer, record, 408, "request head not sent in time")
         except asyncio.LimitOverrunError:
@@ -240,7 +240,7 @@ class Broker(Relaying):
             if why:
                 raise Refused(403, f"address refused: {why}")
         try:
-            return await asyncio.wait_for(
+            return await within(
                 asyncio.open_connection(str(addresses[0]), port, limit=CHUNK * 4),
                 self.connect_timeout,
             )

@@ -14,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from . import http1
 from .bodies import BodyStore, BodyWriter
 from .policy import EgressPolicy
 
+T = TypeVar("T")
 MIB = 1024 * 1024
 CHUNK = 256 * 1024
 """Bytes relayed per read: large enough that a 1 MiB body takes a few loop turns."""
@@ -34,6 +36,19 @@ _PHRASES = {
     503: "Service Unavailable",
     504: "Gateway Timeout",
 }
+
+
+async def within(awaitable: Awaitable[T], seconds: float) -> T:
+    """``awaitable`` given ``seconds``, else ``TimeoutError``: ``asyncio.timeout`` where
+    there is one, since ``wait_for`` before Python 3.12 makes a task of every read."""
+    timeout = getattr(asyncio, "timeout", None)
+    if timeout is None:
+        try:
+            return await asyncio.wait_for(awaitable, seconds)
+        except asyncio.TimeoutError:
+            raise TimeoutError from None
+    async with timeout(seconds):
+        return await awaitable
 
 
 class Refused(Exception):
@@ -81,7 +96,7 @@ class Relaying:
             up_writer.write(chunk)
             await self._drain(up_writer)
         try:
-            head = await asyncio.wait_for(up_reader.readuntil(b"\r\n\r\n"), self.idle_timeout)
+            head = await within(up_reader.readuntil(b"\r\n\r\n"), self.idle_timeout)
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             await answer(writer, 502, f"no valid response from {request.host}")
             record.update(status=502, rule=record["rule"] + "; no valid response upstream")
@@ -122,15 +137,15 @@ class Relaying:
                     chunk = chunk[: cap - size]
                     record["rule"] += f"; cut at max_response_mb {self.policy.max_response_mb:g}"
                     size += len(chunk)
-                    body.update(chunk)
                     writer.write(chunk)
+                    body.update(chunk)
                     break
                 size += len(chunk)
+                self._count(len(chunk), record)
+                writer.write(chunk)  # sent first: the hash and the store come after
                 body.update(chunk)
                 if keep is not None:  # a disk write: off the event loop
                     await asyncio.to_thread(keep.write, chunk)
-                self._count(len(chunk), record)
-                writer.write(chunk)
                 await self._drain(writer)
             else:
                 whole = True
@@ -186,7 +201,7 @@ class Relaying:
 
     async def _read(self, stream: asyncio.StreamReader, size: int) -> bytes:
         try:
-            return await asyncio.wait_for(stream.read(size), self.idle_timeout)
+            return await within(stream.read(size), self.idle_timeout)
         except TimeoutError:
             raise Refused(504, f"idle for {self.idle_timeout:g} s") from None
 
@@ -197,7 +212,7 @@ class Relaying:
         if transport.get_write_buffer_size() <= transport.get_write_buffer_limits()[1]:
             return  # below the high-water mark drain() would not wait: spare its timer task
         try:
-            await asyncio.wait_for(stream.drain(), self.idle_timeout)
+            await within(stream.drain(), self.idle_timeout)
         except TimeoutError:
             raise Refused(408, f"client did not read for {self.idle_timeout:g} s") from None
 

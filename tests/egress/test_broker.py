@@ -7,6 +7,8 @@ the connection cap, methods. ``test_rules.py`` has the refusals that need no soc
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -188,3 +190,26 @@ async def test_a_name_is_resolved_once_and_the_checked_address_is_used(
     assert hosts.lookups == 1
     assert CSV.encode() not in out and out.startswith(b"HTTP/1.1 502"), out
     assert b"cannot connect to rebind.test" in out
+
+
+@pytest.mark.parametrize("cap_mb", [None, 1.5])
+async def test_a_large_body_is_recorded_by_the_digest_of_what_was_sent(
+    tmp_path: Path, cap_mb: float | None
+) -> None:
+    """Each chunk is hashed after it is sent: in order, every byte, and only the bytes
+    the client got when the body is cut at ``max_response_mb``."""
+    body = os.urandom(5 * 1024 * 1024 + 12345)  # many chunks, none alike
+    (tmp_path / "www").mkdir()
+    (tmp_path / "www" / "random.bin").write_bytes(body)
+    with origin(tmp_path / "www") as port:
+        more = {} if cap_mb is None else {"max_response_mb": cap_mb}
+        broker = Broker(_policy(port, **more), tmp_path / "b.sock")
+        await broker.start()
+        try:
+            out = await _ask(broker, _get(port, "/random.bin"))
+        finally:
+            await broker.close()
+    got = out.partition(b"\r\n\r\n")[2]
+    [rec] = broker.records
+    assert got == (body if cap_mb is None else body[: int(cap_mb * 1024 * 1024)])
+    assert rec["sha256"] == hashlib.sha256(got).hexdigest() and rec["bytes_down"] > len(got)
