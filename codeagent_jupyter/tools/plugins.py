@@ -100,17 +100,19 @@ class PluginToolset:
         tool = self._tools.get(name)
         if tool is None:
             return None
-        approval = "ask" if tool.approval == "ask" else "auto"
+        # The toolset asks for approval itself (``call``: it knows whether anyone can
+        # answer, and says so when nobody can), so the runner is not told to ask again.
         if tool.runs == "kernel":
-            traits = ToolTraits("kernel", True, approval, language="python", shown_as="cell")
+            traits = ToolTraits("kernel", True, language="python", shown_as="cell")
             built = functools.partial(_built_code, tool)
             return Tool(name, tool.description, tool.parameters, _not_here, traits, built, built)
-        traits = ToolTraits("host", False, approval)
+        traits = ToolTraits("host", False)
         return Tool(name, tool.description, tool.parameters, _not_here, traits)
 
     def prompt_lines(self) -> list[str]:
-        """The plugins' own lines for the system prompt."""
-        return [f"- {t.name}: {_line(t.prompt)}" for t in self._tools.values() if t.prompt]
+        """The plugins' own lines for the system prompt (placed after the built-in tools'
+        lines under "How to work", in this order: ``core.toolset.UNRANKED``)."""
+        return [f"{t.name}: {_line(t.prompt)}" for t in self._tools.values() if t.prompt]
 
     async def call(
         self, name: str, arguments: dict[str, Any], ctx: ToolContext | None = None

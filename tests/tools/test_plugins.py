@@ -93,7 +93,8 @@ def test_the_plugin_is_offered_traced_recorded_and_replayed(
     assert offered[-1] == "describe_dataframe" and "run_cell" in offered
     system = scripted_model.requests[0]["messages"][0]["content"]
     line = "- describe_dataframe: use it to learn a DataFrame's shape, columns, types"
-    assert f"Other tools:\n{line}" in system  # the plugin's prompt line
+    assert f"\n{line}" in system  # the plugin's prompt line, among the tools' own
+    assert "- - " not in system
     assert all(r["messages"][0]["content"] == system for r in scripted_model.requests)
     shown = [m for m in scripted_model.requests[2]["messages"] if m["role"] == "tool"][-1]
     assert "shape: 3 rows x 2 columns" in shown["content"] and "missing: 1" in shown["content"]
@@ -103,7 +104,8 @@ def test_the_plugin_is_offered_traced_recorded_and_replayed(
     events = notebook.metadata["codeagent"]["events"]
     finished = [e for e in events if e.get("name") == "describe_dataframe" and "status" in e]
     assert finished and finished[-1]["status"] == "ok"
-    assert any("describe_dataframe" in "".join(c.source) for c in notebook.cells)
+    # A kernel plugin's call is a code cell: the code it built, re-run by a replay.
+    assert any(c.cell_type == "code" and "_ca_df = df" in c.source for c in notebook.cells)
 
     replayed = tmp_path / "replayed.ipynb"
     bare = codeagent(
