@@ -13,7 +13,6 @@ message, usage and finish reason (server-sent events for a streamed one). Errors
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import importlib
 import json
@@ -30,6 +29,7 @@ except ImportError:  # pragma: no cover - an environment with an older openai
 from ._replies import plain_reply, streamed_reply
 from .chat import ChatModel, Reply, Transport
 from .failures import ConnectionFailure, EndpointFailure, StatusFailure, TimeoutFailure
+from .loop_clients import LoopClients
 
 FIRST_SEND_MODULES = ("anyio._backends._asyncio", "anyio.streams.stapled", "encodings.idna")
 """What the client imports during its first request (``prepare`` imports them ahead)."""
@@ -171,15 +171,14 @@ class HttpTransport:
         self.base_url = base_url
         self.timeout = timeout
         self._headers = openai_headers(key, timeout)
-        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, Any]] = {}
-        self._spare: Any = None
+        self._clients: LoopClients[Any] = LoopClients(self._new_client)
 
     def prepare(self) -> None:
         """Make a client now, for the first event loop that sends: its TLS context loads
         the certificate store (a tenth of a second or more), which a thread can do while
         the event loop gets on with the rest. The modules its first request would import
         (the client's asyncio backend) are imported here too."""
-        self._spare = self._new_client()
+        self._clients.prepare()
         for name in FIRST_SEND_MODULES:
             with contextlib.suppress(ImportError):
                 importlib.import_module(name)
@@ -193,19 +192,12 @@ class HttpTransport:
         )
 
     def _client(self) -> Any:
-        loop = asyncio.get_running_loop()
-        entry = self._clients.get(id(loop))
-        if entry is None or entry[0] is not loop:
-            client, self._spare = self._spare or self._new_client(), None
-            entry = (loop, client)
-            self._clients = {k: v for k, v in self._clients.items() if not v[0].is_closed()}
-            self._clients[id(loop)] = entry
-        return entry[1]
+        return self._clients.current()
 
     async def aclose(self) -> None:
-        entry = self._clients.pop(id(asyncio.get_running_loop()), None)
-        if entry is not None:
-            await entry[1].aclose()
+        client = self._clients.pop()
+        if client is not None:
+            await client.aclose()
 
     def _build(self, kwargs: dict[str, Any], stream: bool) -> Any:
         body = {k: v for k, v in kwargs.items() if k not in ("extra_body", "extra_headers")}

@@ -7,7 +7,6 @@ that every retry is reported to the caller (``on_retry``) and ends in one clear 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +22,7 @@ from .chat import (
     current_session,
 )
 from .failures import ConnectionFailure, EndpointFailure, StatusFailure, TimeoutFailure
+from .loop_clients import LoopClients
 from .settings import resolve_settings
 
 __all__ = [
@@ -41,31 +41,24 @@ class OpenAITransport:
 
     def __init__(self, key: str, base_url: str, timeout: float) -> None:
         self.base_url = base_url
-        self._make_client: Callable[[], openai.AsyncOpenAI] = lambda: openai.AsyncOpenAI(
-            api_key=key, base_url=base_url, timeout=timeout, max_retries=0
+        self._clients: LoopClients[openai.AsyncOpenAI] = LoopClients(
+            lambda: openai.AsyncOpenAI(
+                api_key=key, base_url=base_url, timeout=timeout, max_retries=0
+            )
         )
-        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI]] = {}
-        self._spare: openai.AsyncOpenAI | None = None
 
     def prepare(self) -> None:
         """Make a client now (its TLS context loads the certificate store), for the first
         event loop that sends: called by the thread that imported ``openai``."""
-        self._spare = self._make_client()
+        self._clients.prepare()
 
     def _client(self) -> openai.AsyncOpenAI:
-        loop = asyncio.get_running_loop()
-        entry = self._clients.get(id(loop))
-        if entry is None or entry[0] is not loop:
-            client, self._spare = self._spare or self._make_client(), None
-            entry = (loop, client)
-            self._clients = {k: v for k, v in self._clients.items() if not v[0].is_closed()}
-            self._clients[id(loop)] = entry
-        return entry[1]
+        return self._clients.current()
 
     async def aclose(self) -> None:
-        entry = self._clients.pop(id(asyncio.get_running_loop()), None)
-        if entry is not None:
-            await entry[1].close()
+        client = self._clients.pop()
+        if client is not None:
+            await client.close()
 
     async def send(
         self,
