@@ -1,0 +1,266 @@
+"""Attacks of one sandbox on another that runs beside it, each run for real in real kernels.
+
+These are the attacks a start that shares anything between sandboxes (a zygote that forks
+them with the data stack already imported, docs/security.md "The zygote") makes possible:
+reading a sibling's or the parent's memory (``/proc/PID/mem``, ``process_vm_readv``),
+signalling a sibling, a shared anonymous mapping left writable in both, descriptors
+inherited from a common parent, the same random numbers in two sandboxes, a module object
+changed in one and seen in the next, and a sibling's workspace. ``STARTS`` lists the starts
+they run against; every start the sandbox offers must be in it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+import pytest_asyncio
+
+from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, bubblewrap
+
+SMALL = SandboxLimits(memory_mb=768, cell_timeout=60, file_size_mb=8, max_processes=32)
+STARTS = ["cold"]
+"""How a sandbox's kernel is started: ``cold`` (its own interpreter in its own bwrap)."""
+MARKER = "codeagent-sibling-marker"
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(scope="module")
+def root() -> Iterator[Path]:
+    """One folder holding each sandbox's own workspace, as one server's notebooks are."""
+    path = Path(tempfile.mkdtemp(prefix="codeagent-siblings-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+async def _start(root: Path, name: str) -> Sandbox:
+    workspace = root / name
+    workspace.mkdir()
+    (workspace / "own.txt").write_text(f"{name} private {MARKER}")
+    sb = Sandbox(workdir=workspace, limits=SMALL)
+    await sb.start()
+    assert sb.enforcement["filesystem"] == "bwrap", sb.enforcement
+    return sb
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=STARTS)
+async def pair(root: Path, request: pytest.FixtureRequest) -> AsyncIterator[tuple[Sandbox, ...]]:
+    """Two sandboxes side by side, both with the data stack imported."""
+    if bubblewrap.find() is None:
+        pytest.skip("bubblewrap is not installed")
+    started: list[Sandbox] = []
+    try:
+        for name in (f"{request.param}-a", f"{request.param}-b"):
+            sb = await _start(root, name)
+            started.append(sb)
+            await _run(sb, "import numpy, pandas, secrets, random")
+        yield tuple(started)
+    finally:
+        for sb in started:
+            await sb.shutdown()
+
+
+async def _run(sb: Sandbox, code: str) -> str:
+    r = await sb.execute(dedent(code))
+    assert r.status == "ok", r.text
+    return r.text
+
+
+def _kernel_pid(sb: Sandbox) -> int:
+    """The host's pid of the process that runs the sandbox's cells (the deepest launcher)."""
+    todo = [sb._km.provisioner.process.pid]
+    found = todo[0]
+    while todo:
+        pid = todo.pop()
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        if b"codeagent_jupyter.sandbox.launcher" in cmdline:
+            found = pid
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            todo += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+SECRET = """
+import ctypes, os
+secret = b'hunter2-sibling-' + os.urandom(8).hex().encode()
+address = ctypes.cast(ctypes.c_char_p(secret), ctypes.c_void_p).value
+print(json.dumps([secret.decode(), address]))
+"""
+
+READ = """
+import ctypes, json, os
+class iovec(ctypes.Structure):
+    _fields_ = [('base', ctypes.c_void_p), ('len', ctypes.c_size_t)]
+libc = ctypes.CDLL(None, use_errno=True)
+def vm_read(pid, address):
+    buf = ctypes.create_string_buffer(64)
+    local, remote = iovec(ctypes.addressof(buf), 64), iovec(address, 64)
+    n = libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+    return buf.raw[:n] if n > 0 else b'errno %d' % ctypes.get_errno()
+def mem_read(pid, address):
+    try:
+        with open('/proc/%d/mem' % pid, 'rb') as f:
+            f.seek(address)
+            return f.read(64)
+    except (OSError, ValueError, OverflowError) as e:
+        return type(e).__name__.encode()
+def probe_self(address):
+    return repr(vm_read(os.getpid(), address) + mem_read(os.getpid(), address))
+seen = []
+pids = sorted({int(p) for p in os.listdir('/proc') if p.isdigit()} | set(TARGETS))
+for pid in pids:
+    if pid == os.getpid():
+        continue
+    seen.append(vm_read(pid, ADDRESS) + mem_read(pid, ADDRESS))
+print(repr(b''.join(seen)))
+"""
+
+
+async def test_sibling_and_parent_memory_cannot_be_read(pair: tuple[Sandbox, ...]) -> None:
+    a, b = pair
+    secret, address = json.loads(await _run(b, "import json" + SECRET))
+    targets = [_kernel_pid(b), os.getpid()]  # the sibling's kernel and the server that made it
+    targets += [p for p in range(1, 64)]  # and whatever the sandbox's own pid space holds
+    code = f"TARGETS = {targets!r}\nADDRESS = {address}\n" + READ
+    out = await _run(a, code)
+    assert secret not in out and "hunter2-sibling" not in out, out
+    # The same probe does read memory where it is allowed to: the sandbox's own.
+    own = await _run(
+        b, f"TARGETS = []\nADDRESS = {address}\n" + READ + "print(probe_self(address))"
+    )
+    assert own.count("hunter2-sibling") == 2, own
+
+
+async def test_signals_do_not_reach_a_sibling(pair: tuple[Sandbox, ...]) -> None:
+    a, b = pair
+    victim = _kernel_pid(b)
+    out = await _run(
+        a,
+        f"""
+        import os, signal
+        for sig in (signal.SIGSTOP, signal.SIGKILL):
+            try:
+                os.kill({victim}, sig)
+                print('delivered')
+            except OSError as e:
+                print('refused', type(e).__name__)
+        """,
+    )
+    assert "delivered" not in out and out.count("refused") == 2, out
+    assert "alive" in await _run(b, "print('alive')")
+
+
+async def test_no_writable_mapping_is_shared_with_a_sibling(pair: tuple[Sandbox, ...]) -> None:
+    a, b = pair
+    scan = dedent(
+        """
+        import ctypes
+        shared = []
+        for line in open('/proc/self/maps'):
+            fields = line.split()
+            if fields[1].startswith('rw') and fields[1][3] == 's':
+                lo, hi = (int(x, 16) for x in fields[0].split('-'))
+                shared.append((lo, hi, ' '.join(fields[5:])))
+        """
+    )
+    mine = await _run(
+        a,
+        "import mmap\nkeep = mmap.mmap(-1, 4096)\n"  # one of its own, to show the scan works
+        + scan
+        + f"for lo, hi, _ in shared:\n    ctypes.memmove(lo, {MARKER!r}.encode(), 24)\n"
+        + "print(keep[:24].decode(), len(shared))",
+    )
+    assert mine.startswith(MARKER), mine
+    out = await _run(
+        b,
+        scan
+        + "print([name for lo, hi, name in shared "
+        + f"if ctypes.string_at(lo, hi - lo).find({MARKER!r}.encode()) >= 0])",
+    )
+    assert out.strip() == "[]", out
+
+
+async def test_no_descriptor_reaches_outside_the_sandbox(pair: tuple[Sandbox, ...]) -> None:
+    a, b = pair
+    out = await _run(
+        a,
+        """
+        import json, os
+        targets = {}
+        for fd in os.listdir('/proc/self/fd'):
+            try:
+                targets[fd] = os.readlink('/proc/self/fd/' + fd)
+            except OSError:
+                pass
+        print(json.dumps(sorted(set(targets.values()))))
+        """,
+    )
+    allowed = ("socket:", "pipe:", "anon_inode:", "/dev/null", "/dev/urandom", "/dev/pts")
+    for target in json.loads(out):
+        inside = target.startswith(allowed) or target.startswith(str(a.workdir))
+        assert inside or target.startswith("/proc/"), target
+        assert str(b.workdir) not in target and "/tmp/codeagent-siblings" not in target
+
+
+async def test_random_state_differs_between_sandboxes(pair: tuple[Sandbox, ...]) -> None:
+    draw = """
+    import json, random, secrets, numpy
+    print(json.dumps([random.getrandbits(128), numpy.random.random(4).tolist(),
+                      secrets.token_hex(16), os.urandom(16).hex()]))
+    """
+    first, second = [json.loads(await _run(sb, "import os" + dedent(draw))) for sb in pair]
+    for mine, theirs in zip(first, second, strict=True):
+        assert mine != theirs
+
+
+async def test_a_changed_module_is_not_seen_by_the_next_sandbox(
+    pair: tuple[Sandbox, ...], root: Path
+) -> None:
+    a, b = pair
+    await _run(
+        a,
+        f"""
+        import numpy, pandas
+        pandas.__dict__['codeagent_marker'] = {MARKER!r}
+        numpy.codeagent_marker = {MARKER!r}
+        pandas.DataFrame.codeagent_marker = {MARKER!r}
+        """,
+    )
+    probe = """
+    import numpy, pandas
+    print([getattr(m, 'codeagent_marker', None) for m in (numpy, pandas, pandas.DataFrame)])
+    """
+    later = await _start(root, f"later-{a.workdir.name}")  # started after the change
+    try:
+        for sb in (b, later):
+            assert (await _run(sb, probe)).strip() == "[None, None, None]"
+    finally:
+        await later.shutdown()
+
+
+async def test_a_sibling_workspace_is_not_visible(pair: tuple[Sandbox, ...]) -> None:
+    a, b = pair
+    out = await _run(
+        a,
+        f"""
+        import os
+        print(open('own.txt').read())
+        try:
+            print('LEAK', os.listdir({str(b.workdir)!r}))
+        except OSError as e:
+            print('blocked', type(e).__name__)
+        print('beside', os.listdir({str(b.workdir.parent)!r}))
+        open('from-a.txt', 'w').write('a')
+        """,
+    )
+    assert f"{a.workdir.name} private" in out and "LEAK" not in out, out
+    assert "blocked" in out and b.workdir.name not in out, out
+    assert "from-a.txt" not in await _run(b, "import os; print(os.listdir('.'))")
