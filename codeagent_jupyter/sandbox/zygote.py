@@ -35,8 +35,18 @@ from typing import Any
 from . import namespaces as ns
 
 PRELOADED = ("numpy", "pandas", "matplotlib.pyplot")
-OWN = (
-    ns.CLONE_NEWNS | ns.CLONE_NEWPID | ns.CLONE_NEWNET | ns.CLONE_NEWIPC | ns.CLONE_NEWUTS
+OWN = ns.CLONE_NEWNS | ns.CLONE_NEWPID | ns.CLONE_NEWNET | ns.CLONE_NEWIPC | ns.CLONE_NEWUTS
+_KERNEL_MODULES = (
+    "ipykernel.kernelapp",
+    "ipykernel.ipkernel",
+    "ipykernel.zmqshell",
+    "ipykernel.debugger",
+    "IPython.core.completerlib",
+    "IPython.core.debugger",
+    "IPython.extensions.storemagic",
+    "matplotlib_inline.backend_inline",
+    "sqlite3",
+    "psutil",
 )
 _PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")
 """What bubblewrap makes read-only in /proc; the child's fresh /proc gets the same."""
@@ -49,8 +59,11 @@ def _warm() -> None:
     matplotlib.use("Agg")
     for name in PRELOADED:
         __import__(name)
-    import ipykernel.kernelapp  # noqa: F401  (its import is a third of a kernel's start)
-    import matplotlib_inline.backend_inline  # noqa: F401
+    for name in _KERNEL_MODULES:  # what a kernel's start imports: most of its time
+        try:
+            __import__(name)
+        except ImportError:
+            continue
 
 
 def _cover(root: str, keep: str, held: int) -> None:
@@ -116,7 +129,6 @@ def _become_kernel(request: dict[str, Any]) -> None:
             pid, status = os.wait()
             if pid == kernel:
                 os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-    os.closerange(3, 1 << 16)
     _reseed()
     os.environ.clear()
     os.environ.update(request["env"])
@@ -129,10 +141,19 @@ def _become_kernel(request: dict[str, Any]) -> None:
     os._exit(0)
 
 
+def _close_descriptors() -> None:
+    """Nothing of the zygote's: its socket, and its stdio (a pipe to the host)."""
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(3, 1 << 16)
+
+
 def _child(request: dict[str, Any]) -> None:
     """Runs in the fork; never returns."""
     code = 70
     try:
+        _close_descriptors()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.setsid()
         ns.unshare(OWN)
@@ -153,12 +174,13 @@ def _child(request: dict[str, Any]) -> None:
 def _answer(conn: socket.socket) -> None:
     with conn, conn.makefile("rwb") as stream:
         request = json.loads(stream.readline())
-        if "kill" in request:
+        if "kill" in request or "alive" in request:
+            pid, alive = int(request.get("kill", request.get("alive"))), True
             try:
-                os.killpg(int(request["kill"]), signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL if "kill" in request else 0)
             except OSError:
-                pass
-            stream.write(b"{}\n")
+                alive = False
+            stream.write(json.dumps({"alive": alive}).encode() + b"\n")
             return
         if threading.active_count() != 1:
             raise RuntimeError("the zygote has threads: it must not fork")

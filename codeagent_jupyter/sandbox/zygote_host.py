@@ -137,6 +137,13 @@ class Zygote:
         }
         return connection_file, int(self._ask(request)["pid"])
 
+    def alive(self, pid: int) -> bool:
+        """Whether the sandbox forked as ``pid`` still runs."""
+        try:
+            return bool(self._ask({"alive": pid}).get("alive"))
+        except (OSError, ZygoteUnavailable):
+            return False
+
     def kill(self, pid: int) -> None:
         """End one forked sandbox (its whole pid namespace) and remove its kernel folder."""
         with contextlib.suppress(OSError, ZygoteUnavailable):

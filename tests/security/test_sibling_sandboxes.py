@@ -23,11 +23,16 @@ import pytest
 import pytest_asyncio
 
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, bubblewrap
+from codeagent_jupyter.sandbox.zygote_host import Zygote
+from codeagent_jupyter.sandbox.zygote_manager import manager_class
 
 SMALL = SandboxLimits(memory_mb=768, cell_timeout=60, file_size_mb=8, max_processes=32)
-STARTS = ["cold"]
-"""How a sandbox's kernel is started: ``cold`` (its own interpreter in its own bwrap)."""
+STARTS = ["cold", "zygote"]
+"""How a sandbox's kernel is started: ``cold`` (its own interpreter in its own bwrap) or
+``zygote`` (a fork of a confined process that has the data stack imported)."""
 MARKER = "codeagent-sibling-marker"
+Pair = tuple[Sandbox, Sandbox, Zygote | None]
+"""Two sandboxes side by side, and the zygote that forked them (None for cold starts)."""
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
@@ -41,28 +46,46 @@ def root() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-async def _start(root: Path, name: str) -> Sandbox:
+@pytest.fixture(scope="module")
+def zygote(root: Path) -> Iterator[Zygote]:
+    """One zygote for the module's forked sandboxes, serving the workspaces under ``root``."""
+    if bubblewrap.find() is None:
+        pytest.skip("bubblewrap is not installed")
+    made = Zygote(root)
+    made.start()
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+async def _start(root: Path, name: str, zygote: Zygote | None) -> Sandbox:
     workspace = root / name
     workspace.mkdir()
     (workspace / "own.txt").write_text(f"{name} private {MARKER}")
-    sb = Sandbox(workdir=workspace, limits=SMALL)
+    if zygote is None:
+        sb = Sandbox(workdir=workspace, limits=SMALL)
+    else:
+        sb = Sandbox(workdir=workspace, limits=SMALL, kernel_manager_class=manager_class(zygote))
     await sb.start()
     assert sb.enforcement["filesystem"] == "bwrap", sb.enforcement
+    assert sb.enforcement.get("start", "cold") == ("cold" if zygote is None else "zygote")
     return sb
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module", params=STARTS)
-async def pair(root: Path, request: pytest.FixtureRequest) -> AsyncIterator[tuple[Sandbox, ...]]:
+async def pair(root: Path, request: pytest.FixtureRequest) -> AsyncIterator[Pair]:
     """Two sandboxes side by side, both with the data stack imported."""
     if bubblewrap.find() is None:
         pytest.skip("bubblewrap is not installed")
     started: list[Sandbox] = []
+    zygote = request.getfixturevalue("zygote") if request.param == "zygote" else None
     try:
         for name in (f"{request.param}-a", f"{request.param}-b"):
-            sb = await _start(root, name)
+            sb = await _start(root, name, zygote)
             started.append(sb)
             await _run(sb, "import numpy, pandas, secrets, random")
-        yield tuple(started)
+        yield (*started, zygote)
     finally:
         for sb in started:
             await sb.shutdown()
@@ -74,18 +97,32 @@ async def _run(sb: Sandbox, code: str) -> str:
     return r.text
 
 
-def _kernel_pid(sb: Sandbox) -> int:
-    """The host's pid of the process that runs the sandbox's cells (the deepest launcher)."""
-    todo = [sb._km.provisioner.process.pid]
-    found = todo[0]
+def _descendants(pid: int) -> list[int]:
+    found, todo = [], [pid]
     while todo:
         pid = todo.pop()
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        if b"codeagent_jupyter.sandbox.launcher" in cmdline:
-            found = pid
+        found.append(pid)
         for task in Path(f"/proc/{pid}/task").iterdir():
             todo += [int(c) for c in (task / "children").read_text().split()]
     return found
+
+
+def _kernel_pid(sb: Sandbox, zygote: Zygote | None) -> int:
+    """The host's pid of the process that runs the sandbox's cells: the deepest launcher
+    (cold), or the deepest process below the zygote's child (its pid in the zygote's pid
+    namespace is the second of ``NSpid``)."""
+    if zygote is None:
+        tree = _descendants(sb._km.provisioner.process.pid)
+        return [p for p in tree if b"sandbox.launcher" in Path(f"/proc/{p}/cmdline").read_bytes()][
+            -1
+        ]
+    assert zygote.process is not None
+    for pid in _descendants(zygote.process.pid):
+        status = Path(f"/proc/{pid}/status").read_text()
+        nspid = next(line.split()[1:] for line in status.splitlines() if line.startswith("NSpid"))
+        if len(nspid) > 1 and int(nspid[1]) == sb._km.pid:
+            return _descendants(pid)[-1]
+    raise AssertionError("the forked kernel is not below the zygote")
 
 
 SECRET = """
@@ -124,10 +161,12 @@ print(repr(b''.join(seen)))
 """
 
 
-async def test_sibling_and_parent_memory_cannot_be_read(pair: tuple[Sandbox, ...]) -> None:
-    a, b = pair
+async def test_sibling_and_parent_memory_cannot_be_read(pair: Pair) -> None:
+    a, b, zygote = pair
     secret, address = json.loads(await _run(b, "import json" + SECRET))
-    targets = [_kernel_pid(b), os.getpid()]  # the sibling's kernel and the server that made it
+    targets = [_kernel_pid(b, zygote), os.getpid()]  # the sibling's kernel, the server
+    if zygote is not None and zygote.process is not None:
+        targets += _descendants(zygote.process.pid)  # the zygote, every fork and their kernels
     targets += [p for p in range(1, 64)]  # and whatever the sandbox's own pid space holds
     code = f"TARGETS = {targets!r}\nADDRESS = {address}\n" + READ
     out = await _run(a, code)
@@ -139,9 +178,9 @@ async def test_sibling_and_parent_memory_cannot_be_read(pair: tuple[Sandbox, ...
     assert own.count("hunter2-sibling") == 2, own
 
 
-async def test_signals_do_not_reach_a_sibling(pair: tuple[Sandbox, ...]) -> None:
-    a, b = pair
-    victim = _kernel_pid(b)
+async def test_signals_do_not_reach_a_sibling(pair: Pair) -> None:
+    a, b, zygote = pair
+    victim = _kernel_pid(b, zygote)
     out = await _run(
         a,
         f"""
@@ -158,8 +197,8 @@ async def test_signals_do_not_reach_a_sibling(pair: tuple[Sandbox, ...]) -> None
     assert "alive" in await _run(b, "print('alive')")
 
 
-async def test_no_writable_mapping_is_shared_with_a_sibling(pair: tuple[Sandbox, ...]) -> None:
-    a, b = pair
+async def test_no_writable_mapping_is_shared_with_a_sibling(pair: Pair) -> None:
+    a, b, _ = pair
     scan = dedent(
         """
         import ctypes
@@ -188,8 +227,8 @@ async def test_no_writable_mapping_is_shared_with_a_sibling(pair: tuple[Sandbox,
     assert out.strip() == "[]", out
 
 
-async def test_no_descriptor_reaches_outside_the_sandbox(pair: tuple[Sandbox, ...]) -> None:
-    a, b = pair
+async def test_no_descriptor_reaches_outside_the_sandbox(pair: Pair) -> None:
+    a, b, _ = pair
     out = await _run(
         a,
         """
@@ -210,21 +249,19 @@ async def test_no_descriptor_reaches_outside_the_sandbox(pair: tuple[Sandbox, ..
         assert str(b.workdir) not in target and "/tmp/codeagent-siblings" not in target
 
 
-async def test_random_state_differs_between_sandboxes(pair: tuple[Sandbox, ...]) -> None:
+async def test_random_state_differs_between_sandboxes(pair: Pair) -> None:
     draw = """
     import json, random, secrets, numpy
     print(json.dumps([random.getrandbits(128), numpy.random.random(4).tolist(),
                       secrets.token_hex(16), os.urandom(16).hex()]))
     """
-    first, second = [json.loads(await _run(sb, "import os" + dedent(draw))) for sb in pair]
+    first, second = [json.loads(await _run(sb, "import os" + dedent(draw))) for sb in pair[:2]]
     for mine, theirs in zip(first, second, strict=True):
         assert mine != theirs
 
 
-async def test_a_changed_module_is_not_seen_by_the_next_sandbox(
-    pair: tuple[Sandbox, ...], root: Path
-) -> None:
-    a, b = pair
+async def test_a_changed_module_is_not_seen_by_the_next_sandbox(pair: Pair, root: Path) -> None:
+    a, b, _ = pair
     await _run(
         a,
         f"""
@@ -238,7 +275,7 @@ async def test_a_changed_module_is_not_seen_by_the_next_sandbox(
     import numpy, pandas
     print([getattr(m, 'codeagent_marker', None) for m in (numpy, pandas, pandas.DataFrame)])
     """
-    later = await _start(root, f"later-{a.workdir.name}")  # started after the change
+    later = await _start(root, f"later-{a.workdir.name}", pair[2])  # started after the change
     try:
         for sb in (b, later):
             assert (await _run(sb, probe)).strip() == "[None, None, None]"
@@ -246,8 +283,8 @@ async def test_a_changed_module_is_not_seen_by_the_next_sandbox(
         await later.shutdown()
 
 
-async def test_a_sibling_workspace_is_not_visible(pair: tuple[Sandbox, ...]) -> None:
-    a, b = pair
+async def test_a_sibling_workspace_is_not_visible(pair: Pair) -> None:
+    a, b, _ = pair
     out = await _run(
         a,
         f"""
