@@ -79,6 +79,7 @@ class Zygote:
         argv += [sys.executable, "-m", "codeagent_jupyter.sandbox.zygote", str(self.socket)]
         env = scrub_env(os.environ)
         env.update(MPLCONFIGDIR="/tmp/mpl", HOME="/tmp", MALLOC_ARENA_MAX="2")
+        env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # debugpy, imported ahead, stays quiet
         self.process = subprocess.Popen(
             argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, start_new_session=True
         )
