@@ -54,11 +54,12 @@ _PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")
 
 def _warm() -> None:
     """Import what every sandbox would import, in this process only, without threads."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    for name in PRELOADED:
-        __import__(name)
+    os.environ["MPLBACKEND"] = "Agg"
+    for name in PRELOADED:  # what is not installed is simply not preloaded
+        try:
+            __import__(name)
+        except ImportError:
+            continue
     for name in _KERNEL_MODULES:  # what a kernel's start imports: most of its time
         try:
             __import__(name)
@@ -114,10 +115,10 @@ def _reseed() -> None:
     """What fork copies and must not be: the random generators' state."""
     import random
 
-    import numpy
-
-    random.seed()
-    numpy.random.seed()
+    random.seed()  # (CPython also does this after fork; numpy does not)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
 
 
 def _become_kernel(request: dict[str, Any]) -> None:
@@ -132,9 +133,9 @@ def _become_kernel(request: dict[str, Any]) -> None:
     _reseed()
     os.environ.clear()
     os.environ.update(request["env"])
-    import matplotlib.pyplot as plt
-
-    plt.switch_backend("module://matplotlib_inline.backend_inline")
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:  # the inline backend, as a cold kernel has it (MPLBACKEND)
+        pyplot.switch_backend("module://matplotlib_inline.backend_inline")
     from .inner import inner
 
     inner(Path(request["connection_file"]), list(request.get("args", [])))
