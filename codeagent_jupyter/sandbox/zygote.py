@@ -6,7 +6,7 @@ numpy, pandas and matplotlib (Agg) and ipykernel's modules before any thread or 
 exists, then answers requests on a unix socket in a host folder that only the host and the
 zygote can reach. For each request it forks a child that, before any model code runs:
 
-1. takes its own mount, pid, network, ipc and uts namespaces (``unshare``), and becomes
+1. takes its own mount, pid, network, ipc, uts and cgroup namespaces (``unshare``), and becomes
    pid 1 of the new pid namespace with a fresh ``/proc`` that shows only its own processes;
 2. covers each shared host folder (the workspaces' root, the kernel folders' root) with an
    empty read-only tmpfs and binds back only its own workspace and kernel folder, and gets
@@ -16,8 +16,11 @@ zygote can reach. For each request it forks a child that, before any model code 
 4. closes every descriptor of the zygote, reseeds ``random`` and numpy's global state, and
    becomes an ipykernel through the launcher's inner stage (limits, private scratch).
 
-Requests are one JSON line; the reply is one JSON line with the child's pid (in the zygote's
-pid namespace). See docs/security.md, "The zygote".
+A request is one JSON line; the reply is one JSON line with the child's pid (in the
+zygote's pid namespace). The child then waits for one more line from the host, sent once
+the host has moved it into its own cgroup: the kernel's environment, which records what was
+enforced. ``{"alive": pid}`` and ``{"kill": pid}`` ask about and end a child. See
+docs/security.md, "The zygote".
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from . import namespaces as ns
 
 PRELOADED = ("numpy", "pandas", "matplotlib.pyplot")
 OWN = ns.CLONE_NEWNS | ns.CLONE_NEWPID | ns.CLONE_NEWNET | ns.CLONE_NEWIPC | ns.CLONE_NEWUTS
+OWN |= ns.CLONE_NEWCGROUP  # taken after the host moved the fork into its own cgroup
 _KERNEL_MODULES = (
     "ipykernel.kernelapp",
     "ipykernel.ipkernel",
@@ -187,7 +191,13 @@ def _answer(conn: socket.socket) -> None:
             raise RuntimeError("the zygote has threads: it must not fork")
         pid = os.fork()
         if pid == 0:
-            conn.close()
+            stream.flush()
+            # Wait until the host has put this process in its cgroup; the line says what
+            # the kernel's environment is (what was enforced). No line: no sandbox.
+            go = stream.readline()
+            if not go:
+                os._exit(70)
+            request.update(json.loads(go))
             _child(request)
         stream.write(json.dumps({"pid": pid}).encode() + b"\n")
 

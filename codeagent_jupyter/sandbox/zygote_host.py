@@ -23,9 +23,10 @@ from typing import Any
 from jupyter_client.connect import write_connection_file
 
 from ..config import SandboxLimits
-from . import bubblewrap
+from . import bubblewrap, cgroup
 from .inner import MIB
 from .isolation import INNER_ENV, LIMITS_ENV, SANDBOX_UID, WORKDIR_ENV, _system_binds, scrub_env
+from .launcher import cgroup_memory_bytes
 from .paths import PRIVATE_DIR_PREFIX, hidden_paths, python_paths, workspace_problem
 
 SOCKET_NAME = "zygote.sock"
@@ -99,9 +100,17 @@ class Zygote:
         return dict(json.loads(reply))
 
     def spawn(
-        self, workspace: Path, limits: SandboxLimits, args: list[str] | None = None
+        self,
+        workspace: Path,
+        limits: SandboxLimits,
+        args: list[str] | None = None,
+        kernel_id: str = "",
     ) -> tuple[Path, int]:
-        """Fork a kernel for ``workspace``; its connection file and its pid in the zygote."""
+        """Fork a kernel for ``workspace``; its connection file and its pid in the zygote.
+
+        With a ``kernel_id`` the fork is moved into that kernel's own cgroup (``cgroup``) before
+        it may go on, as a cold launcher moves itself.
+        """
         workspace = workspace.resolve()
         problem = workspace_problem(workspace)
         if problem:
@@ -113,10 +122,33 @@ class Zygote:
         connection_file = kernel_dir / "kernel.json"
         write_connection_file(str(connection_file), transport="ipc", ip=str(kernel_dir / "k"))
         os.chmod(connection_file, 0o644)
-        env = scrub_env(os.environ)
-        env[LIMITS_ENV] = json.dumps(limits.to_dict())
-        env[WORKDIR_ENV] = str(workspace)
-        env.update(MALLOC_ARENA_MAX="2", PYDEVD_DISABLE_FILE_VALIDATION="1")
+        request = {
+            "connection_file": str(connection_file),
+            "workspace": str(workspace),
+            "workspaces": str(self.workspaces),
+            "kernel_dir": str(kernel_dir),
+            "kernels": str(self.kernels),
+            "tmp_bytes": max(limits.file_size_mb, 64) * MIB,
+            "args": args or [],
+        }
+        with socket.socket(socket.AF_UNIX) as conn:
+            conn.connect(str(self.socket))
+            conn.sendall(json.dumps(request).encode() + b"\n")
+            reply = conn.makefile("rb").readline()
+            if not reply:
+                raise ZygoteUnavailable("the zygote did not answer")
+            pid = int(json.loads(reply)["pid"])
+            enforcement = self._enforce(pid, limits, kernel_id)
+            env = scrub_env(os.environ)
+            env[LIMITS_ENV] = json.dumps(limits.to_dict())
+            env[WORKDIR_ENV] = str(workspace)
+            env.update(MALLOC_ARENA_MAX="2", PYDEVD_DISABLE_FILE_VALIDATION="1")
+            env[INNER_ENV] = json.dumps({"enforcement": enforcement, "private": True})
+            conn.sendall(json.dumps({"env": env}).encode() + b"\n")
+        return connection_file, pid
+
+    def _enforce(self, pid: int, limits: SandboxLimits, kernel_id: str) -> dict[str, str]:
+        """What a fork gets before it goes on: the confinement, and its cgroup if it can."""
         enforcement = {
             "filesystem": "bwrap",
             "pid": "bwrap",
@@ -125,18 +157,31 @@ class Zygote:
             "user": f"uid {SANDBOX_UID} (user namespace)",
             "start": "zygote",
         }
-        env[INNER_ENV] = json.dumps({"enforcement": enforcement, "private": True})
-        request = {
-            "connection_file": str(connection_file),
-            "workspace": str(workspace),
-            "workspaces": str(self.workspaces),
-            "kernel_dir": str(kernel_dir),
-            "kernels": str(self.kernels),
-            "tmp_bytes": max(limits.file_size_mb, 64) * MIB,
-            "env": env,
-            "args": args or [],
-        }
-        return connection_file, int(self._ask(request)["pid"])
+        host_pid = self.host_pid(pid)
+        if kernel_id and host_pid is not None:
+            ceilings = {"pids": limits.max_processes, "memory": cgroup_memory_bytes(limits)}
+            applied = cgroup.enter(kernel_id, ceilings, pid=host_pid)
+            if "pids" in applied:
+                enforcement["processes"] = "cgroup"
+            if "memory" in applied:
+                enforcement["memory"] = "cgroup"
+        return enforcement
+
+    def host_pid(self, pid: int) -> int | None:
+        """The host's pid of the fork the zygote knows as ``pid`` (``NSpid``: host, zygote)."""
+        if self.process is None:
+            return None
+        todo = [self.process.pid]
+        while todo:
+            current = todo.pop()
+            with contextlib.suppress(OSError, StopIteration, ValueError):
+                status = Path(f"/proc/{current}/status").read_text()
+                ids = next(ln.split()[1:] for ln in status.splitlines() if ln[:6] == "NSpid:")
+                if len(ids) == 2 and int(ids[1]) == pid:
+                    return current
+                for task in Path(f"/proc/{current}/task").iterdir():
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+        return None
 
     def alive(self, pid: int) -> bool:
         """Whether the sandbox forked as ``pid`` still runs."""

@@ -18,6 +18,7 @@ from typing import Any
 from jupyter_client import AsyncKernelClient
 
 from ..config import SandboxLimits
+from . import cgroup
 from .isolation import EGRESS_ENV, LIMITS_ENV
 from .zygote_host import Zygote
 
@@ -52,7 +53,9 @@ class ZygoteKernelManager:
 
     def _spawn(self) -> None:
         assert self._workspace is not None
-        connection_file, self.pid = self.zygote.spawn(self._workspace, self._limits, self._args)
+        connection_file, self.pid = self.zygote.spawn(
+            self._workspace, self._limits, self._args, self.kernel_id
+        )
         self.connection_file = str(connection_file)
 
     def client(self) -> AsyncKernelClient:
@@ -76,10 +79,11 @@ class ZygoteKernelManager:
             kc.stop_channels()
 
     async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
-        """End the kernel's pid namespace and remove its kernel folder."""
+        """End the kernel's pid namespace, its cgroup and its kernel folder."""
         if self.pid is not None:
             self.zygote.kill(self.pid)
             self.pid = None
+        cgroup.remove(self.kernel_id)
         if self.connection_file:
             shutil.rmtree(Path(self.connection_file).parent, ignore_errors=True)
             self.connection_file = ""

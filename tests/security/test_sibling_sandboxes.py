@@ -22,7 +22,7 @@ from textwrap import dedent
 import pytest
 import pytest_asyncio
 
-from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, bubblewrap
+from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, bubblewrap, cgroup
 from codeagent_jupyter.sandbox.zygote_host import Zygote
 from codeagent_jupyter.sandbox.zygote_manager import manager_class
 
@@ -301,3 +301,15 @@ async def test_a_sibling_workspace_is_not_visible(pair: Pair) -> None:
     assert f"{a.workdir.name} private" in out and "LEAK" not in out, out
     assert "blocked" in out and b.workdir.name not in out, out
     assert "from-a.txt" not in await _run(b, "import os; print(os.listdir('.'))")
+
+
+async def test_each_sandbox_has_its_own_cgroup(pair: Pair) -> None:
+    a, b, zygote = pair
+    if "memory" not in cgroup.group_dirs(a.kernel_id or ""):
+        pytest.skip("no writable memory cgroup here")
+    for sb in (a, b):
+        assert sb.enforcement["memory"] == "rlimit+cgroup", sb.enforcement
+        groups = Path(f"/proc/{_kernel_pid(sb, zygote)}/cgroup").read_text().splitlines()
+        assert any(str(sb.kernel_id) in line for line in groups if "memory" in line), groups
+        inside = await _run(sb, "print(open('/proc/self/cgroup').read())")
+        assert str(sb.kernel_id) not in inside, inside  # its own cgroup namespace
