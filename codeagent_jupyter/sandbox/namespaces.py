@@ -8,7 +8,10 @@ stop, never run on with less.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
+import socket
+import struct
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWCGROUP = 0x02000000
@@ -92,3 +95,11 @@ def drop_capabilities() -> None:
         raise OSError(38, "capset: unknown architecture")
     _check(_libc.syscall(number, header, data), "capset")
     _check(_libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+
+
+def loopback_up() -> None:
+    """Bring ``lo`` up in a fresh network namespace (bubblewrap does the same)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(s, 0x8913, request))[1]  # SIOCGIFFLAGS
+        fcntl.ioctl(s, 0x8914, struct.pack("16sH14x", b"lo", flags | 1))  # SIOCSIFFLAGS, IFF_UP

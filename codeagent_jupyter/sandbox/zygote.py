@@ -110,6 +110,7 @@ def _confine(request: dict[str, Any]) -> None:
     if state.is_dir() and not state.is_symlink():
         ns.mount("tmpfs", str(state), "tmpfs", ns.MS_NOSUID | ns.MS_NODEV, "size=4096")
     _fresh_proc()
+    ns.loopback_up()
     ns.unshare(ns.CLONE_NEWUSER)
     ns.map_user(65534, 0)
     ns.drop_capabilities()

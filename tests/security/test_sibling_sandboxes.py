@@ -313,3 +313,29 @@ async def test_each_sandbox_has_its_own_cgroup(pair: Pair) -> None:
         assert any(str(sb.kernel_id) in line for line in groups if "memory" in line), groups
         inside = await _run(sb, "print(open('/proc/self/cgroup').read())")
         assert str(sb.kernel_id) not in inside, inside  # its own cgroup namespace
+
+
+async def test_the_network_is_its_own_loopback_only(pair: Pair) -> None:
+    a, b, _ = pair
+    listen = """
+    import socket
+    server = socket.socket()
+    server.bind(('127.0.0.1', 47123))
+    server.listen()
+    print('listening')
+    """
+    assert "listening" in await _run(a, listen)  # its own loopback works, as in a cold start
+    out = await _run(
+        b,
+        """
+        import socket
+        for where in [('127.0.0.1', 47123), ('10.0.2.2', 80), ('1.1.1.1', 53)]:
+            try:
+                socket.create_connection(where, timeout=2).close()
+                print('LEAK', where)
+            except OSError as e:
+                print('blocked', type(e).__name__)
+        """,
+    )
+    assert "LEAK" not in out and out.count("blocked") == 3, out
+    await _run(a, "server.close()")
