@@ -78,7 +78,11 @@ def _warm() -> None:
 def _cover(root: str, keep: str, held: int) -> None:
     """Hide ``root`` behind an empty read-only tmpfs, with only ``keep`` (open as ``held``)
     bound back. A root under /tmp is already hidden by the fresh /tmp."""
-    covered = not Path(root).is_relative_to("/tmp")
+    under_tmp = Path(root).is_relative_to("/tmp")  # the fresh /tmp hid it: bind it back
+    covered = keep != root and not under_tmp  # a zygote for one workspace hides nothing
+    if not covered and not under_tmp:
+        os.close(held)
+        return
     if covered:
         ns.mount("tmpfs", root, "tmpfs", ns.MS_NOSUID | ns.MS_NODEV, "size=1048576,mode=755")
     os.makedirs(keep, exist_ok=True)

@@ -51,8 +51,9 @@ class Zygote:
 
     def __init__(self, workspaces: Path) -> None:
         self.workspaces = workspaces.resolve()
-        self.kernels = Path(tempfile.mkdtemp(prefix="codeagent-zygote-"))
-        self.socket = self.kernels / SOCKET_NAME
+        self.kernels = Path()
+        """The kernel folders' folder (0700), made by ``start``, removed by ``close``."""
+        self.socket = Path()
         self.process: subprocess.Popen[bytes] | None = None
         self.label = ""
 
@@ -62,6 +63,8 @@ class Zygote:
         if choice.bwrap is None:
             raise ZygoteUnavailable(bubblewrap.advice(choice))
         self.label = choice.bwrap.label
+        self.kernels = Path(tempfile.mkdtemp(prefix="codeagent-zygote-"))
+        self.socket = self.kernels / SOCKET_NAME
         argv = [choice.bwrap.path, "--die-with-parent", "--new-session", "--unshare-user"]
         argv += ["--uid", "0", "--gid", "0", "--cap-add", "ALL", "--unshare-pid"]
         argv += ["--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"]
@@ -115,7 +118,7 @@ class Zygote:
         problem = workspace_problem(workspace)
         if problem:
             raise ValueError(problem)
-        if not workspace.is_relative_to(self.workspaces) or workspace == self.workspaces:
+        if not workspace.is_relative_to(self.workspaces):
             raise ValueError(f"{workspace} is not a workspace under {self.workspaces}")
         kernel_dir = Path(tempfile.mkdtemp(prefix=PRIVATE_DIR_PREFIX, dir=self.kernels))
         os.chmod(kernel_dir, 0o777)  # the kernel is uid 65534 inside; the folder is hidden
@@ -202,4 +205,6 @@ class Zygote:
                 os.killpg(self.process.pid, 9)
             self.process.wait()
             self.process = None
-        shutil.rmtree(self.kernels, ignore_errors=True)
+        if self.kernels != Path():
+            shutil.rmtree(self.kernels, ignore_errors=True)
+            self.kernels = Path()

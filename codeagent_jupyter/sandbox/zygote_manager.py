@@ -9,6 +9,7 @@ here, so the caller falls back to the cold start rather than running with less.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import uuid
@@ -27,6 +28,9 @@ class ZygoteKernelManager:
     """Just what ``Sandbox`` calls on a kernel manager, for one forked kernel at a time."""
 
     zygote: Zygote
+    owns_zygote = False
+    """Whether this manager's zygote is its own: started with the first kernel and ended
+    with the last shutdown (``owned_manager_class``)."""
     transport = "ipc"
 
     def __init__(self, kernel_name: str = "codeagent-sandbox") -> None:
@@ -49,6 +53,8 @@ class ZygoteKernelManager:
             raise RuntimeError("the zygote start has no egress broker: use the cold start")
         self._workspace = Path(cwd)
         self._limits = SandboxLimits.from_dict(json.loads(env[LIMITS_ENV]))
+        if self.zygote.process is None:
+            await asyncio.to_thread(self.zygote.start)
         self._spawn()
 
     def _spawn(self) -> None:
@@ -79,6 +85,12 @@ class ZygoteKernelManager:
             kc.stop_channels()
 
     async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
+        """End the kernel (and the zygote, when it is this manager's own)."""
+        self._stop()
+        if self.owns_zygote and not restart:
+            self.zygote.close()
+
+    def _stop(self) -> None:
         """End the kernel's pid namespace, its cgroup and its kernel folder."""
         if self.pid is not None:
             self.zygote.kill(self.pid)
@@ -90,10 +102,17 @@ class ZygoteKernelManager:
 
     async def restart_kernel(self, now: bool = False, **_: Any) -> None:
         """A fresh fork in place of this one (all state is lost)."""
-        await self.shutdown_kernel(now=True)
+        self._stop()
         self._spawn()
 
 
 def manager_class(zygote: Zygote) -> type[ZygoteKernelManager]:
     """``ZygoteKernelManager`` bound to ``zygote``, for ``Sandbox(kernel_manager_class=)``."""
     return type("BoundZygoteKernelManager", (ZygoteKernelManager,), {"zygote": zygote})
+
+
+def owned_manager_class(workspace: Path) -> type[ZygoteKernelManager]:
+    """A manager with a zygote of its own for ``workspace`` (the CLI's ``--start zygote``):
+    started with the kernel, ended with its shutdown; a restart is a fresh fork."""
+    attributes = {"zygote": Zygote(workspace), "owns_zygote": True}
+    return type("OwnZygoteKernelManager", (ZygoteKernelManager,), attributes)
