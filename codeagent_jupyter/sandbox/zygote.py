@@ -26,6 +26,7 @@ docs/security.md, "The zygote".
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import signal
@@ -214,6 +215,10 @@ def _answer(conn: socket.socket) -> None:
 def serve(path: str) -> None:
     """Warm up, then answer requests on ``path`` until the host closes our stdin."""
     _warm()
+    # What the imports made stays in the zygote's pages: a fork's garbage collector would
+    # otherwise walk (and so copy) every one of them.
+    gc.collect()
+    gc.freeze()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
