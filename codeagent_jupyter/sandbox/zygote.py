@@ -201,14 +201,16 @@ def _answer(conn: socket.socket) -> None:
             raise RuntimeError("the zygote has threads: it must not fork")
         pid = os.fork()
         if pid == 0:
-            stream.flush()
-            # Wait until the host has put this process in its cgroup; the line says what
-            # the kernel's environment is (what was enforced). No line: no sandbox.
-            go = stream.readline()
-            if not go:
+            try:  # whatever happens, this process never returns to the zygote's loop
+                stream.flush()
+                # Wait until the host has put this process in its cgroup; the line says
+                # what the kernel's environment is (what was enforced). No line: no sandbox.
+                go = stream.readline()
+                if go:
+                    request.update(json.loads(go))
+                    _child(request)
+            finally:
                 os._exit(70)
-            request.update(json.loads(go))
-            _child(request)
         stream.write(json.dumps({"pid": pid}).encode() + b"\n")
 
 
