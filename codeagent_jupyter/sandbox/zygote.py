@@ -190,9 +190,16 @@ def _answer(conn: socket.socket) -> None:
     with conn, conn.makefile("rwb") as stream:
         request = json.loads(stream.readline())
         if "kill" in request or "alive" in request:
-            pid, alive = int(request.get("kill", request.get("alive"))), True
+            pid = int(request.get("kill", request.get("alive")))
+            if "kill" in request:  # its whole group (it calls setsid first), or itself
+                for kill in (os.killpg, os.kill):
+                    try:
+                        kill(pid, signal.SIGKILL)
+                    except OSError:
+                        continue
             try:
-                os.killpg(pid, signal.SIGKILL if "kill" in request else 0)
+                os.kill(pid, 0)
+                alive = True
             except OSError:
                 alive = False
             stream.write(json.dumps({"alive": alive}).encode() + b"\n")

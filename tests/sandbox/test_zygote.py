@@ -4,7 +4,10 @@ the starts it refuses (so the caller starts cold)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import shutil
+import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,3 +94,29 @@ async def test_a_policy_sandbox_is_refused_so_it_starts_cold(zygote: Zygote) -> 
     with pytest.raises(SandboxError, match="no egress broker"):
         await sb.start()
     await sb.shutdown()
+
+
+async def test_a_fork_without_a_valid_go_ahead_ends(zygote: Zygote) -> None:
+    """A spawn whose second line is not what the host sends: that fork ends at once and the
+    zygote goes on serving (the fork never returns into the zygote's loop)."""
+    workspace = _workspace(zygote, "garbled")
+    kernel_dir = zygote.kernels / "codeagent-sbx-garbled"
+    kernel_dir.mkdir()
+    request = {"workspace": str(workspace), "workspaces": str(zygote.workspaces)}
+    request |= {"kernel_dir": str(kernel_dir), "kernels": str(zygote.kernels)}
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.connect(str(zygote.socket))
+        conn.sendall(json.dumps(request).encode() + b"\n")
+        pid = json.loads(conn.makefile("rb").readline())["pid"]
+        conn.sendall(b"not json\n")
+    for _ in range(50):
+        if zygote.host_pid(pid) is None:
+            break
+        await asyncio.sleep(0.1)
+    assert zygote.host_pid(pid) is None  # the process itself is gone
+    sb = Sandbox(workdir=workspace, limits=LIMITS, kernel_manager_class=manager_class(zygote))
+    await sb.start()
+    try:
+        assert (await sb.execute("print(1 + 1)")).text.strip() == "2"
+    finally:
+        await sb.shutdown()
