@@ -2,7 +2,7 @@
 and what the disk budget's watch costs.
 
 Run: ``python bench/sandbox.py [--cold 5] [--acquire 10] [--cells 200] [--files 300]
-[--only files|gateway|disk|memory] [--gateway] [--counts 1,8,16]``. Prints Markdown tables
+[--only files|gateway|disk|memory|zygote] [--gateway] [--counts 1,8,16]``. Prints Markdown tables
 measured in this run. The raw baseline drives the stock ``python3`` kernel with
 jupyter_client directly, waiting for the same messages ``Sandbox.execute`` waits for (the
 shell reply and the idle status), so the ratio is our overhead. The file tool round trip
@@ -12,7 +12,9 @@ local backend with a real kernel gateway on this machine. The disk table runs a 
 cell (about a second of pure Python) and ``1+1`` with the lifelong disk guard on and off
 (``disk_guard``), interleaved on one kernel whose workspace holds ``--disk-files`` files,
 and quotes medians. The memory table (``sandbox_memory.py``) is PSS per idle sandbox with
-numpy, pandas and matplotlib loaded, for ``--counts`` sandboxes at once.
+numpy, pandas and matplotlib loaded, for ``--counts`` sandboxes at once, cold and forked
+by a zygote; the zygote table (``sandbox_zygote.py``) times a request to a kernel ready with
+them imported, cold against forked.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from jupyter_client import AsyncKernelManager
 from sandbox_disk import disk_watch_cost
 from sandbox_files import file_round_trips
 from sandbox_memory import memory_table
+from sandbox_zygote import zygote_table
 
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, SandboxPool
 
@@ -164,7 +167,9 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=11, help="CPU-bound cells per mode")
     parser.add_argument("--disk-files", type=int, default=500, help="files in the workspace")
     parser.add_argument(
-        "--only", choices=["files", "gateway", "disk", "memory"], help="run just this section"
+        "--only",
+        choices=["files", "gateway", "disk", "memory", "zygote"],
+        help="run just this section",
     )
     parser.add_argument(
         "--counts",
@@ -184,6 +189,9 @@ async def main() -> None:
     counts = [int(c) for c in args.counts.split(",") if c.strip()]
     if args.only == "memory":
         await memory_table(counts)
+        return
+    if args.only == "zygote":
+        await zygote_table(args.cold)
         return
     if args.only == "gateway" or args.gateway:
         from sandbox_gateway import gateway_table
@@ -234,6 +242,8 @@ async def main() -> None:
     file_round_trips(args.files)
     print()
     await disk_watch_cost(args.rounds, args.cells, args.disk_files)
+    print()
+    await zygote_table(args.cold)
     print()
     await memory_table(counts)
 

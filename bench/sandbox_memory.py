@@ -7,14 +7,15 @@ N sandboxes is what the machine really gives them, and that sum divided by N is 
 one more. Read from ``/proc/PID/smaps_rollup`` for every process of each sandbox (bwrap, the
 launcher, the kernel), summed. Each sandbox is a cold start that then imports numpy, pandas
 and matplotlib (Agg, with one figure drawn), as a data scientist's first cell would, and
-is measured idle. ``bench/sandbox.py --only memory --counts 1,8,16`` prints the table; a
-zygote that forks sandboxes with these already imported is to be measured against it.
+is measured idle. ``bench/sandbox.py --only memory --counts 1,8,16`` prints the table, for
+cold starts and for sandboxes forked by one zygote (``sandbox.zygote``) that had imported
+them already.
 """
 
 from __future__ import annotations
 
 import asyncio
-import statistics
+import contextlib
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +24,8 @@ from typing import Any
 from _table import table
 
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits
+from codeagent_jupyter.sandbox.zygote_host import Zygote
+from codeagent_jupyter.sandbox.zygote_manager import manager_class
 
 LIMITS = SandboxLimits(memory_mb=1024, cell_timeout=120)
 DATA_STACK = (
@@ -76,54 +79,94 @@ def measure(pids: list[list[int]]) -> dict[str, float]:
     }
 
 
-async def idle_with_data_stack(count: int, root: Path) -> dict[str, float]:
-    """Start ``count`` sandboxes (cold, one after another), load the data stack in each,
-    let them settle, and measure them all together."""
+def zygote_groups(zygote: Zygote, sandboxes: list[Any]) -> list[list[int]]:
+    """Each forked sandbox's processes (host pids), from the zygote's tree: a fork's pid in
+    the zygote's namespace is the second field of ``NSpid``. The zygote itself is shared by
+    all of them, so its processes are split among them (added to the first group: the sum
+    over all groups is what counts)."""
+    assert zygote.process is not None
+    everything = tree(zygote.process.pid)
+    by_inner: dict[int, int] = {}
+    for pid in everything:
+        with contextlib.suppress(OSError, StopIteration):
+            status = Path(f"/proc/{pid}/status").read_text()
+            fields = next(ln.split()[1:] for ln in status.splitlines() if ln.startswith("NSpid"))
+            if len(fields) == 2:
+                by_inner[int(fields[1])] = pid
+    groups = [tree(by_inner[sb._km.pid]) for sb in sandboxes]
+    forked = {p for group in groups for p in group}
+    groups[0] += [p for p in everything if p not in forked]
+    return groups
+
+
+def make_sandbox(work: Path, zygote: Zygote | None) -> Sandbox:
+    """A cold sandbox, or one forked by ``zygote``."""
+    if zygote is None:
+        return Sandbox(workdir=work, limits=LIMITS)
+    return Sandbox(workdir=work, limits=LIMITS, kernel_manager_class=manager_class(zygote))
+
+
+async def idle_with_data_stack(count: int, root: Path, start: str = "cold") -> dict[str, float]:
+    """Start ``count`` sandboxes (one after another), load the data stack in each, let them
+    settle, and measure them all together. ``start``: ``cold`` or ``zygote`` (one zygote
+    for the ``count`` sandboxes, counted with them)."""
     sandboxes: list[Any] = []
+    zygote = Zygote(root) if start == "zygote" else None
+    if zygote is not None:
+        zygote.start()
     try:
         for i in range(count):
-            work = root / f"ws{count}-{i}"
+            work = root / f"ws{start}{count}-{i}"
             work.mkdir()
-            sb = Sandbox(workdir=work, limits=LIMITS)
+            sb = make_sandbox(work, zygote)
             await sb.start()
             sandboxes.append(sb)
             result = await sb.execute(DATA_STACK)
             if result.status != "ok":
                 raise RuntimeError(f"the data stack did not load: {result.text[-500:]}")
         await asyncio.sleep(2)  # idle: lazy frees and the kernel's own start-up settle
-        groups = [tree(sb._km.provisioner.pid) for sb in sandboxes]
-        return measure(groups)
+        if zygote is not None:
+            return measure(zygote_groups(zygote, sandboxes))
+        return measure([tree(sb._km.provisioner.pid) for sb in sandboxes])
     finally:
         await asyncio.gather(*(sb.shutdown() for sb in sandboxes), return_exceptions=True)
+        if zygote is not None:
+            zygote.close()
 
 
-async def memory_table(counts: list[int]) -> dict[int, dict[str, float]]:
-    """Print the table; returns the numbers by N."""
-    results: dict[int, dict[str, float]] = {}
+async def memory_table(
+    counts: list[int], starts: tuple[str, ...] = ("cold", "zygote")
+) -> dict[tuple[str, int], dict[str, float]]:
+    """Print the table; returns the numbers by (start, N)."""
+    results: dict[tuple[str, int], dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for count in counts:
-            started = time.perf_counter()
-            results[count] = await idle_with_data_stack(count, Path(tmp))
-            results[count]["seconds"] = time.perf_counter() - started
+        for start in starts:
+            for count in counts:
+                began = time.perf_counter()
+                folder = Path(tmp) / f"{start}{count}"
+                folder.mkdir()
+                results[start, count] = await idle_with_data_stack(count, folder, start)
+                results[start, count]["seconds"] = time.perf_counter() - began
     rows = [
         (
-            f"{n} cold sandbox{'es' if n > 1 else ''}",
+            f"{n} {start} sandbox{'es' if n > 1 else ''}",
             f"{r['pss']:.0f}",
             f"{r['rss']:.0f}",
             f"{r['pss'] * n:.0f}",
             f"{r['processes']:.0f}",
+            f"{r['pss'] / results['cold', n]['pss']:.0%}" if ("cold", n) in results else "",
         )
-        for n, r in results.items()
+        for (start, n), r in results.items()
     ]
     header = ("idle, numpy + pandas + matplotlib (Agg) loaded", "PSS per sandbox (MiB)",
-              "RSS per sandbox (MiB)", "PSS, all (MiB)", "processes each")  # fmt: skip
+              "RSS per sandbox (MiB)", "PSS, all (MiB)", "processes each",
+              "PSS vs cold")  # fmt: skip
     print(table(header, rows))
     unread = sum(r["unread"] for r in results.values())
     if unread:
         print(f"\n{unread} process(es) could not be read (not counted): the sums are low")
-    each = statistics.median(r["seconds"] / n for n, r in results.items())
     print(
-        "\nPSS from /proc/PID/smaps_rollup, summed over each sandbox's processes; "
-        f"median start + load {each:.1f} s per sandbox"
+        "\nPSS from /proc/PID/smaps_rollup, summed over each sandbox's processes (the "
+        "zygote's own processes are counted with its sandboxes)"
     )
     return results

@@ -237,6 +237,15 @@ def add_isolation(parser: Flags) -> None:
         "UNCONFINED sandbox where the machine cannot isolate (its code can read your files)",
     )
     parser.add_argument(
+        "--start",
+        choices=("cold", "zygote", "auto"),
+        default="cold",
+        help="cold: the sandbox's kernel starts its own interpreter; zygote: it is forked, "
+        "with numpy, pandas and matplotlib already imported, from a confined process started "
+        "for this workspace (a kernel restart is a fork); auto: zygote where it can be used "
+        "(a local sandbox without --network policy), else cold",
+    )
+    parser.add_argument(
         "--gateway-url",
         default="",
         help="run the sandbox kernel on this Jupyter kernel gateway instead of locally "
@@ -250,6 +259,20 @@ def check_backend(args: argparse.Namespace, replay: Any = None) -> None:
     policy = getattr(args, "network", "none") == "policy" or replay is not None
     if getattr(args, "gateway_url", "") and policy:
         raise ConfigError("--network policy needs a local sandbox (not --gateway-url)")
+    if getattr(args, "start", "cold") == "zygote" and getattr(args, "gateway_url", ""):
+        raise ConfigError("--start zygote needs a local sandbox (not --gateway-url)")
+    if getattr(args, "start", "cold") == "zygote" and policy:
+        raise ConfigError("--start zygote has no egress broker: --network policy starts cold")
+
+
+def _forked(args: argparse.Namespace, policy: bool) -> bool:
+    """Whether ``--start`` makes this sandbox a zygote's fork (``auto``: where one can be)."""
+    start = getattr(args, "start", "cold")
+    if start == "auto":
+        from ..sandbox import bubblewrap
+
+        return not args.gateway_url and not policy and bubblewrap.find() is not None
+    return bool(start == "zygote")
 
 
 def make_sandbox(
@@ -270,7 +293,12 @@ def make_sandbox(
     check_backend(args, replay)
     kind = "gateway" if args.gateway_url else "local"
     options: dict[str, Any] = {"allow_unconfined": args.isolation == "none"}
-    if getattr(args, "network", "none") == "policy" or replay is not None:
+    policy = getattr(args, "network", "none") == "policy" or replay is not None
+    if _forked(args, policy):
+        from ..sandbox.zygote_manager import owned_manager_class
+
+        options["kernel_manager_class"] = owned_manager_class(workdir)
+    if policy:
         from ..egress import EgressPolicy
         from ..egress.bodies import BodyStore
         from .egress_ask import terminal_approver

@@ -60,8 +60,9 @@ def _limit_files(name: str, path: Path, value: int) -> list[tuple[Path, str]]:
     return files
 
 
-def enter(kernel_id: str, limits: dict[str, int]) -> set[str]:
-    """Create the groups, set their limits and move this process in; returns what worked.
+def enter(kernel_id: str, limits: dict[str, int], pid: int | None = None) -> set[str]:
+    """Create the groups, set their limits and move this process (or ``pid``, a zygote's
+    fork that waits for it) in; returns what worked.
 
     ``limits`` maps a controller to its ceiling (``pids``: tasks, ``memory``: bytes).
     """
@@ -75,7 +76,7 @@ def enter(kernel_id: str, limits: dict[str, int]) -> set[str]:
             for file, value in _limit_files(name, path, limits[name]):
                 if file.exists():
                     file.write_text(value)
-            (path / "cgroup.procs").write_text(str(os.getpid()))
+            (path / "cgroup.procs").write_text(str(pid or os.getpid()))
         except OSError:
             continue
         applied.add(name)

@@ -59,6 +59,8 @@ def summary(enforcement: Mapping[str, Any], limits: SandboxLimits) -> str:
     user = _how(enforcement, "user")
     if user != "none":
         parts.append(user)
+    if enforcement.get("start") == "zygote":
+        parts.append("start: zygote")
     inside = f" ({', '.join(parts)})" if parts else ""
     figures = limits.figures()
     line = f"sandbox: {mechanism}{inside}, " + ", ".join(figures)

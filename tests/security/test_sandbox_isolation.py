@@ -14,6 +14,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from textwrap import dedent
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -26,6 +27,8 @@ from codeagent_jupyter.errors import ConfigError, SandboxError
 from codeagent_jupyter.models.openai_chat import OpenAIChatModel
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, bubblewrap
 from codeagent_jupyter.sandbox.bubblewrap import BWRAP_ENV
+from codeagent_jupyter.sandbox.zygote_host import Zygote
+from codeagent_jupyter.sandbox.zygote_manager import manager_class
 from codeagent_jupyter.tools import ToolBox
 from tests.scripted_model import text, tool_calls
 
@@ -66,12 +69,23 @@ def home() -> Iterator[Path]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def confined(home: Path) -> AsyncIterator[Sandbox]:
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=["cold", "zygote"])
+async def confined(home: Path, request: pytest.FixtureRequest) -> AsyncIterator[Sandbox]:
+    """The sandbox under attack: a cold start, or a fork of a zygote serving the home."""
     _bwrap_or_skip()
-    async with Sandbox(workdir=home / "project", limits=SMALL) as sb:
-        assert sb.enforcement["filesystem"] == "bwrap", sb.enforcement
-        yield sb
+    zygote = Zygote(home) if request.param == "zygote" else None
+    manager: dict[str, Any] = {}
+    if zygote is not None:
+        zygote.start()
+        manager["kernel_manager_class"] = manager_class(zygote)
+    try:
+        async with Sandbox(workdir=home / "project", limits=SMALL, **manager) as sb:
+            assert sb.enforcement["filesystem"] == "bwrap", sb.enforcement
+            assert sb.enforcement.get("start", "cold") == request.param
+            yield sb
+    finally:
+        if zygote is not None:
+            zygote.close()
 
 
 async def _run(sb: Sandbox, code: str) -> str:
@@ -347,6 +361,8 @@ import asyncio, json, logging, os
 logging.basicConfig(level=logging.INFO)
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, bubblewrap
 from codeagent_jupyter.sandbox.bubblewrap import BWRAP_ENV
+from codeagent_jupyter.sandbox.zygote_host import Zygote
+from codeagent_jupyter.sandbox.zygote_manager import manager_class
 CELL = '''
 import os, time
 n = 0

@@ -1,0 +1,253 @@
+"""The zygote: a confined process with the data stack imported that forks sandboxes.
+
+It runs inside its own bubblewrap (``zygote_host.start``) as root of that bubblewrap's user
+namespace, so that it may still build namespaces; it never runs model code. It imports
+numpy, pandas and matplotlib (Agg) and ipykernel's modules before any thread or ZMQ context
+exists, then answers requests on a unix socket in a host folder that only the host and the
+zygote can reach. For each request it forks a child that, before any model code runs:
+
+1. takes its own mount, pid, network, ipc, uts and cgroup namespaces (``unshare``), and becomes
+   pid 1 of the new pid namespace with a fresh ``/proc`` that shows only its own processes;
+2. covers each shared host folder (the workspaces' root, the kernel folders' root) with an
+   empty read-only tmpfs and binds back only its own workspace and kernel folder, and gets
+   its own ``/tmp``;
+3. enters a user namespace of its own as uid 65534 and drops every capability for good
+   (bounding and ambient sets emptied, ``no_new_privs``), so no mount can be undone;
+4. closes every descriptor of the zygote, reseeds ``random`` and numpy's global state, and
+   becomes an ipykernel through the launcher's inner stage (limits, private scratch).
+
+A request is one JSON line; the reply is one JSON line with the child's pid (in the
+zygote's pid namespace). The child then waits for one more line from the host, sent once
+the host has moved it into its own cgroup: the kernel's environment, which records what was
+enforced. ``{"alive": pid}`` and ``{"kill": pid}`` ask about and end a child. See
+docs/security.md, "The zygote".
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from . import namespaces as ns
+
+PRELOADED = ("numpy", "pandas", "matplotlib.pyplot")
+OWN = ns.CLONE_NEWNS | ns.CLONE_NEWPID | ns.CLONE_NEWNET | ns.CLONE_NEWIPC | ns.CLONE_NEWUTS
+OWN |= ns.CLONE_NEWCGROUP  # taken after the host moved the fork into its own cgroup
+_KERNEL_MODULES = (
+    "ipykernel.kernelapp",
+    "ipykernel.ipkernel",
+    "ipykernel.zmqshell",
+    "ipykernel.debugger",
+    "IPython.core.completerlib",
+    "IPython.core.debugger",
+    "IPython.extensions.storemagic",
+    "IPython.core.oinspect",
+    "IPython.utils.wildcard",
+    "tornado.platform.asyncio",
+    "faulthandler",
+    "matplotlib_inline.backend_inline",
+    "sqlite3",
+    "psutil",
+)
+_PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")
+"""What bubblewrap makes read-only in /proc; the child's fresh /proc gets the same."""
+
+
+def _warm() -> None:
+    """Import what every sandbox would import, in this process only, without threads."""
+    os.environ["MPLBACKEND"] = "Agg"
+    for name in PRELOADED:  # what is not installed is simply not preloaded
+        try:
+            __import__(name)
+        except ImportError:
+            continue
+    for name in _KERNEL_MODULES:  # what a kernel's start imports: most of its time
+        try:
+            __import__(name)
+        except ImportError:
+            continue
+
+
+def _cover(root: str, keep: str, held: int) -> None:
+    """Hide ``root`` behind an empty read-only tmpfs, with only ``keep`` (open as ``held``)
+    bound back. A root under /tmp is already hidden by the fresh /tmp."""
+    under_tmp = Path(root).is_relative_to("/tmp")  # the fresh /tmp hid it: bind it back
+    covered = keep != root and not under_tmp  # a zygote for one workspace hides nothing
+    if not covered and not under_tmp:
+        os.close(held)
+        return
+    if covered:
+        ns.mount("tmpfs", root, "tmpfs", ns.MS_NOSUID | ns.MS_NODEV, "size=1048576,mode=755")
+    os.makedirs(keep, exist_ok=True)
+    ns.bind(f"/proc/self/fd/{held}", keep)
+    os.close(held)
+    if covered:
+        ns.mount("tmpfs", root, None, ns.MS_REMOUNT | ns.MS_RDONLY | ns.MS_NOSUID | ns.MS_NODEV)
+
+
+def _fresh_proc() -> None:
+    """A /proc of this pid namespace, read-only where bubblewrap's is."""
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    for point in sorted((p for p in points if p.startswith("/proc/")), key=len, reverse=True):
+        ns.umount(point)  # a proc mount with nothing over it may be mounted again
+    ns.mount("proc", "/proc", "proc", ns.MS_NOSUID | ns.MS_NODEV)
+    for cover in _PROC_COVERS:
+        if os.path.exists(f"/proc/{cover}"):
+            ns.bind(f"/proc/{cover}", f"/proc/{cover}", read_only=True)
+
+
+def _confine(request: dict[str, Any]) -> None:
+    """Steps 1-3 of the module's list, in the pid namespace's first process."""
+    ns.mount("none", "/", None, ns.MS_REC | ns.MS_PRIVATE)
+    pairs = [(request["workspaces"], request["workspace"])]
+    pairs.append((request["kernels"], request["kernel_dir"]))
+    held = [os.open(keep, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW) for _, keep in pairs]
+    size = int(request["tmp_bytes"])
+    ns.mount("tmpfs", "/tmp", "tmpfs", ns.MS_NOSUID | ns.MS_NODEV, f"size={size},mode=1777")
+    for (root, keep), fd in zip(pairs, held, strict=True):
+        _cover(root, keep, fd)
+    state = Path(request["workspace"]) / ".codeagent"
+    if state.is_dir() and not state.is_symlink():
+        ns.mount("tmpfs", str(state), "tmpfs", ns.MS_NOSUID | ns.MS_NODEV, "size=4096")
+    _fresh_proc()
+    ns.loopback_up()
+    ns.unshare(ns.CLONE_NEWUSER)
+    ns.map_user(65534, 0)
+    ns.drop_capabilities()
+
+
+def _reseed() -> None:
+    """What fork copies and must not be: the random generators' state."""
+    import random
+
+    random.seed()  # (CPython also does this after fork; numpy does not)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+
+
+def _become_kernel(request: dict[str, Any]) -> None:
+    """Pid 1 of the new namespace forks the kernel and reaps orphans until it ends."""
+    kernel = os.fork()
+    if kernel:
+        signal.signal(signal.SIGTERM, lambda *_: os.kill(kernel, signal.SIGKILL))
+        while True:
+            pid, status = os.wait()
+            if pid == kernel:
+                os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    _reseed()
+    os.environ.clear()
+    os.environ.update(request["env"])
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:  # the inline backend, as a cold kernel has it (MPLBACKEND)
+        pyplot.switch_backend("module://matplotlib_inline.backend_inline")
+    from .inner import inner
+
+    inner(Path(request["connection_file"]), list(request.get("args", [])))
+    os._exit(0)
+
+
+def _close_descriptors() -> None:
+    """Nothing of the zygote's: its socket, and its stdio (a pipe to the host)."""
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(3, 1 << 16)
+
+
+def _child(request: dict[str, Any]) -> None:
+    """Runs in the fork; never returns."""
+    code = 70
+    try:
+        _close_descriptors()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        ns.unshare(OWN)
+        first = os.fork()
+        if first == 0:
+            try:
+                _confine(request)
+                _become_kernel(request)
+            except BaseException as e:  # a step that fails stops the sandbox, loudly
+                print(f"codeagent zygote: {e}", file=sys.stderr, flush=True)
+            os._exit(70)
+        _, status = os.waitpid(first, 0)
+        code = os.waitstatus_to_exitcode(status) & 0xFF
+    finally:
+        os._exit(code)
+
+
+def _answer(conn: socket.socket) -> None:
+    with conn, conn.makefile("rwb") as stream:
+        request = json.loads(stream.readline())
+        if "kill" in request or "alive" in request:
+            pid = int(request.get("kill", request.get("alive")))
+            if "kill" in request:  # its whole group (it calls setsid first), or itself
+                for kill in (os.killpg, os.kill):
+                    try:
+                        kill(pid, signal.SIGKILL)
+                    except OSError:
+                        continue
+            try:
+                os.kill(pid, 0)
+                alive = True
+            except OSError:
+                alive = False
+            stream.write(json.dumps({"alive": alive}).encode() + b"\n")
+            return
+        if threading.active_count() != 1:
+            raise RuntimeError("the zygote has threads: it must not fork")
+        pid = os.fork()
+        if pid == 0:
+            try:  # whatever happens, this process never returns to the zygote's loop
+                stream.flush()
+                # Wait until the host has put this process in its cgroup; the line says
+                # what the kernel's environment is (what was enforced). No line: no sandbox.
+                go = stream.readline()
+                if go:
+                    request.update(json.loads(go))
+                    _child(request)
+            finally:
+                os._exit(70)
+        stream.write(json.dumps({"pid": pid}).encode() + b"\n")
+
+
+def serve(path: str) -> None:
+    """Warm up, then answer requests on ``path`` until the host closes our stdin."""
+    _warm()
+    # What the imports made stays in the zygote's pages: a fork's garbage collector would
+    # otherwise walk (and so copy) every one of them.
+    gc.collect()
+    gc.freeze()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    listener.listen(64)
+    print("ready", flush=True)
+    while True:
+        conn, _ = listener.accept()
+        try:
+            _answer(conn)
+        except (OSError, ValueError, KeyError, RuntimeError) as e:
+            print(f"codeagent zygote: bad request: {e}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m codeagent_jupyter.sandbox.zygote SOCKET`` (inside its bubblewrap)."""
+    parser = argparse.ArgumentParser(description="Fork confined kernels on request.")
+    parser.add_argument("socket")
+    serve(parser.parse_args(argv).socket)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""The host's side of the zygote: start it in its bubblewrap, ask it for sandboxes.
+
+One ``Zygote`` serves one configuration: one folder holding the workspaces it may serve
+(``workspaces``), one Python environment, one preload list. The kernel folders live in a
+folder of its own (``kernels``, 0700, made here); the zygote's socket is there too, so no
+process but the host's user and the zygote can reach it, and each child covers that folder
+with its own kernel folder alone (``zygote._cover``). See docs/security.md, "The zygote".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.connect import write_connection_file
+
+from ..config import SandboxLimits
+from . import bubblewrap, cgroup
+from .inner import MIB
+from .isolation import INNER_ENV, LIMITS_ENV, SANDBOX_UID, WORKDIR_ENV, _system_binds, scrub_env
+from .launcher import cgroup_memory_bytes
+from .paths import PRIVATE_DIR_PREFIX, hidden_paths, python_paths, workspace_problem
+
+SOCKET_NAME = "zygote.sock"
+
+
+def _code_paths() -> list[Path]:
+    """``python_paths``, with this package's own folder even when it is the working
+    directory (a checkout installed in editable mode, run from its root)."""
+    paths = python_paths()
+    package = Path(__file__).resolve().parents[2]
+    if not any(package.is_relative_to(p) for p in paths):
+        paths.append(package)
+    return paths
+
+
+class ZygoteUnavailable(RuntimeError):
+    """No zygote here (no bubblewrap, no user namespaces): the cold start stays."""
+
+
+class Zygote:
+    """A running zygote and the kernels it forked; ``close`` ends them all."""
+
+    def __init__(self, workspaces: Path) -> None:
+        self.workspaces = workspaces.resolve()
+        self.kernels = Path()
+        """The kernel folders' folder (0700), made by ``start``, removed by ``close``."""
+        self.socket = Path()
+        self.process: subprocess.Popen[bytes] | None = None
+        self.label = ""
+
+    def start(self, timeout: float = 120.0) -> None:
+        """Launch the zygote and wait until it has imported the data stack."""
+        choice = bubblewrap.choose(network=False)
+        if choice.bwrap is None:
+            raise ZygoteUnavailable(bubblewrap.advice(choice))
+        self.label = choice.bwrap.label
+        self.kernels = Path(tempfile.mkdtemp(prefix="codeagent-zygote-"))
+        self.socket = self.kernels / SOCKET_NAME
+        argv = [choice.bwrap.path, "--die-with-parent", "--new-session", "--unshare-user"]
+        argv += ["--uid", "0", "--gid", "0", "--cap-add", "ALL", "--unshare-pid"]
+        argv += ["--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"]
+        argv += _system_binds()
+        argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        bound = [self.workspaces, self.kernels]
+        for path in _code_paths():
+            argv += ["--ro-bind", str(path), str(path)]
+        for path in bound:
+            argv += ["--bind", str(path), str(path)]
+        for path in hidden_paths():
+            if any(path.is_relative_to(b) and path != b for b in bound):
+                argv += ["--tmpfs" if path.is_dir() else "--ro-bind", *(
+                    [] if path.is_dir() else ["/dev/null"]), str(path)]  # fmt: skip
+        argv += ["--remount-ro", "/", "--chdir", "/"]
+        argv += [sys.executable, "-m", "codeagent_jupyter.sandbox.zygote", str(self.socket)]
+        env = scrub_env(os.environ)
+        env.update(MPLCONFIGDIR="/tmp/mpl", HOME="/tmp", MALLOC_ARENA_MAX="2")
+        env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # debugpy, imported ahead, stays quiet
+        self.process = subprocess.Popen(
+            argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, start_new_session=True
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()  # "ready", or nothing when it failed
+        if line.strip() != b"ready":
+            self.close()
+            raise ZygoteUnavailable("the zygote did not start")
+
+    def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        with socket.socket(socket.AF_UNIX) as conn:
+            conn.connect(str(self.socket))
+            conn.sendall(json.dumps(request).encode() + b"\n")
+            reply = conn.makefile("rb").readline()
+        if not reply:
+            raise ZygoteUnavailable("the zygote did not answer")
+        return dict(json.loads(reply))
+
+    def spawn(
+        self,
+        workspace: Path,
+        limits: SandboxLimits,
+        args: list[str] | None = None,
+        kernel_id: str = "",
+    ) -> tuple[Path, int]:
+        """Fork a kernel for ``workspace``; its connection file and its pid in the zygote.
+
+        With a ``kernel_id`` the fork is moved into that kernel's own cgroup (``cgroup``) before
+        it may go on, as a cold launcher moves itself.
+        """
+        workspace = workspace.resolve()
+        problem = workspace_problem(workspace)
+        if problem:
+            raise ValueError(problem)
+        if not workspace.is_relative_to(self.workspaces):
+            raise ValueError(f"{workspace} is not a workspace under {self.workspaces}")
+        kernel_dir = Path(tempfile.mkdtemp(prefix=PRIVATE_DIR_PREFIX, dir=self.kernels))
+        os.chmod(kernel_dir, 0o777)  # the kernel is uid 65534 inside; the folder is hidden
+        connection_file = kernel_dir / "kernel.json"
+        write_connection_file(str(connection_file), transport="ipc", ip=str(kernel_dir / "k"))
+        os.chmod(connection_file, 0o644)
+        request = {
+            "connection_file": str(connection_file),
+            "workspace": str(workspace),
+            "workspaces": str(self.workspaces),
+            "kernel_dir": str(kernel_dir),
+            "kernels": str(self.kernels),
+            "tmp_bytes": max(limits.file_size_mb, 64) * MIB,
+            "args": args or [],
+        }
+        with socket.socket(socket.AF_UNIX) as conn:
+            conn.connect(str(self.socket))
+            conn.sendall(json.dumps(request).encode() + b"\n")
+            reply = conn.makefile("rb").readline()
+            if not reply:
+                raise ZygoteUnavailable("the zygote did not answer")
+            pid = int(json.loads(reply)["pid"])
+            enforcement = self._enforce(pid, limits, kernel_id)
+            env = scrub_env(os.environ)
+            env[LIMITS_ENV] = json.dumps(limits.to_dict())
+            env[WORKDIR_ENV] = str(workspace)
+            env.update(MALLOC_ARENA_MAX="2", PYDEVD_DISABLE_FILE_VALIDATION="1")
+            env[INNER_ENV] = json.dumps({"enforcement": enforcement, "private": True})
+            conn.sendall(json.dumps({"env": env}).encode() + b"\n")
+        return connection_file, pid
+
+    def _enforce(self, pid: int, limits: SandboxLimits, kernel_id: str) -> dict[str, str]:
+        """What a fork gets before it goes on: the confinement, and its cgroup if it can."""
+        enforcement = {
+            "filesystem": "bwrap",
+            "pid": "bwrap",
+            "network": "bwrap",
+            "bwrap": self.label,
+            "user": f"uid {SANDBOX_UID} (user namespace)",
+            "start": "zygote",
+        }
+        host_pid = self.host_pid(pid)
+        if kernel_id and host_pid is not None:
+            ceilings = {"pids": limits.max_processes, "memory": cgroup_memory_bytes(limits)}
+            applied = cgroup.enter(kernel_id, ceilings, pid=host_pid)
+            if "pids" in applied:
+                enforcement["processes"] = "cgroup"
+            if "memory" in applied:
+                enforcement["memory"] = "cgroup"
+        return enforcement
+
+    def host_pid(self, pid: int) -> int | None:
+        """The host's pid of the fork the zygote knows as ``pid`` (``NSpid``: host, zygote)."""
+        if self.process is None:
+            return None
+        todo = [self.process.pid]
+        while todo:
+            current = todo.pop()
+            with contextlib.suppress(OSError, StopIteration, ValueError):
+                status = Path(f"/proc/{current}/status").read_text()
+                ids = next(ln.split()[1:] for ln in status.splitlines() if ln[:6] == "NSpid:")
+                if len(ids) == 2 and int(ids[1]) == pid:
+                    return current
+                for task in Path(f"/proc/{current}/task").iterdir():
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+        return None
+
+    def alive(self, pid: int) -> bool:
+        """Whether the sandbox forked as ``pid`` still runs."""
+        try:
+            return bool(self._ask({"alive": pid}).get("alive"))
+        except (OSError, ZygoteUnavailable):
+            return False
+
+    def kill(self, pid: int) -> None:
+        """End one forked sandbox (its whole pid namespace) and remove its kernel folder."""
+        with contextlib.suppress(OSError, ZygoteUnavailable):
+            self._ask({"kill": pid})
+
+    def close(self) -> None:
+        """End the zygote and every sandbox it forked (they die with their pid namespace)."""
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, 9)
+            self.process.wait()
+            self.process = None
+        if self.kernels != Path():
+            shutil.rmtree(self.kernels, ignore_errors=True)
+            self.kernels = Path()

@@ -1,0 +1,118 @@
+"""A kernel manager whose kernels are forks of a zygote, for ``Sandbox(kernel_manager_class=)``.
+
+``Sandbox`` drives a kernel through the few methods of jupyter_client's manager it uses
+(start, client, interrupt, restart, shutdown, is_alive); this class provides them over a
+``Zygote``. ``manager_class(zygote)`` binds one zygote to the class ``Sandbox`` instantiates.
+A request the zygote cannot serve (the egress broker of ``--network policy``) is refused
+here, so the caller falls back to the cold start rather than running with less.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+from jupyter_client import AsyncKernelClient
+
+from ..config import SandboxLimits
+from . import cgroup
+from .isolation import EGRESS_ENV, LIMITS_ENV
+from .zygote_host import Zygote
+
+
+class ZygoteKernelManager:
+    """Just what ``Sandbox`` calls on a kernel manager, for one forked kernel at a time."""
+
+    zygote: Zygote
+    owns_zygote = False
+    """Whether this manager's zygote is its own: started with the first kernel and ended
+    with the last shutdown (``owned_manager_class``)."""
+    transport = "ipc"
+
+    def __init__(self, kernel_name: str = "codeagent-sandbox") -> None:
+        self.kernel_name = kernel_name
+        self.kernel_id = str(uuid.uuid4())
+        self.connection_file = ""
+        self.pid: int | None = None
+        self._workspace: Path | None = None
+        self._limits = SandboxLimits()
+        self._args: list[str] = []
+
+    @property
+    def kernel_spec(self) -> None:
+        """No spec: the zygote is the kernel's launcher (interrupts go as messages)."""
+        return None
+
+    async def start_kernel(self, env: dict[str, str], cwd: str, **_: Any) -> None:
+        """Fork a kernel for ``cwd`` with the limits the ``Sandbox`` put in ``env``."""
+        if env.get(EGRESS_ENV):
+            raise RuntimeError("the zygote start has no egress broker: use the cold start")
+        self._workspace = Path(cwd)
+        self._limits = SandboxLimits.from_dict(json.loads(env[LIMITS_ENV]))
+        if self.zygote.process is None:
+            await asyncio.to_thread(self.zygote.start)
+        self._spawn()
+
+    def _spawn(self) -> None:
+        assert self._workspace is not None
+        connection_file, self.pid = self.zygote.spawn(
+            self._workspace, self._limits, self._args, self.kernel_id
+        )
+        self.connection_file = str(connection_file)
+
+    def client(self) -> AsyncKernelClient:
+        """A client on this kernel's connection file."""
+        kc = AsyncKernelClient()
+        kc.load_connection_file(self.connection_file)
+        return kc
+
+    async def is_alive(self) -> bool:
+        """Whether the forked kernel still runs (asked of the zygote, which sees its pid)."""
+        return self.pid is not None and self.zygote.alive(self.pid)
+
+    async def interrupt_kernel(self) -> None:
+        """ipykernel's ``interrupt_request`` on the control channel."""
+        kc = self.client()
+        kc.start_channels(shell=False, iopub=False, stdin=False, hb=False, control=True)
+        try:
+            kc.control_channel.send(kc.session.msg("interrupt_request", content={}))
+            await kc.control_channel.msg_ready()
+        finally:
+            kc.stop_channels()
+
+    async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
+        """End the kernel (and the zygote, when it is this manager's own)."""
+        self._stop()
+        if self.owns_zygote and not restart:
+            self.zygote.close()
+
+    def _stop(self) -> None:
+        """End the kernel's pid namespace, its cgroup and its kernel folder."""
+        if self.pid is not None:
+            self.zygote.kill(self.pid)
+            self.pid = None
+        cgroup.remove(self.kernel_id)
+        if self.connection_file:
+            shutil.rmtree(Path(self.connection_file).parent, ignore_errors=True)
+            self.connection_file = ""
+
+    async def restart_kernel(self, now: bool = False, **_: Any) -> None:
+        """A fresh fork in place of this one (all state is lost)."""
+        self._stop()
+        self._spawn()
+
+
+def manager_class(zygote: Zygote) -> type[ZygoteKernelManager]:
+    """``ZygoteKernelManager`` bound to ``zygote``, for ``Sandbox(kernel_manager_class=)``."""
+    return type("BoundZygoteKernelManager", (ZygoteKernelManager,), {"zygote": zygote})
+
+
+def owned_manager_class(workspace: Path) -> type[ZygoteKernelManager]:
+    """A manager with a zygote of its own for ``workspace`` (the CLI's ``--start zygote``):
+    started with the kernel, ended with its shutdown; a restart is a fresh fork."""
+    attributes = {"zygote": Zygote(workspace), "owns_zygote": True}
+    return type("OwnZygoteKernelManager", (ZygoteKernelManager,), attributes)

@@ -1,0 +1,122 @@
+"""Sandboxes forked by a zygote, through ``Sandbox`` and the pool: a pooled fork with the
+data stack preloaded, the enforcement line, a restart after the kernel died, shutdown, and
+the starts it refuses (so the caller starts cold)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from codeagent_jupyter.errors import SandboxError
+from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, SandboxPool, bubblewrap, report
+from codeagent_jupyter.sandbox.zygote_host import Zygote
+from codeagent_jupyter.sandbox.zygote_manager import manager_class
+
+LIMITS = SandboxLimits(memory_mb=768, cell_timeout=60)
+
+
+@pytest.fixture(scope="module")
+def zygote() -> Iterator[Zygote]:
+    if bubblewrap.find() is None:
+        pytest.skip("bubblewrap is not installed")
+    root = Path(tempfile.mkdtemp(prefix="codeagent-zygote-test-"))
+    made = Zygote(root)
+    made.start()
+    try:
+        yield made
+    finally:
+        made.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _workspace(zygote: Zygote, name: str) -> Path:
+    path = zygote.workspaces / name
+    path.mkdir()
+    return path
+
+
+async def test_the_pool_hands_out_forks_with_the_stack_preloaded(zygote: Zygote) -> None:
+    pool = SandboxPool(
+        size=1,
+        workdir=_workspace(zygote, "pool"),
+        limits=LIMITS,
+        preload=["numpy", "pandas", "matplotlib.pyplot"],
+        kernel_manager_class=manager_class(zygote),
+    )
+    await pool.start()
+    try:
+        sb = await pool.acquire()
+    finally:
+        await pool.shutdown()
+    try:
+        assert sb.preloaded == ["numpy as np", "pandas as pd", "matplotlib.pyplot as plt"]
+        line = report.summary(sb.enforcement, sb.limits)
+        assert "start: zygote" in line and "uid 65534" in line, line
+        r = await sb.execute("import sys; print(sys.modules['pandas'].__name__, pd.__name__)")
+        assert r.status == "ok" and "pandas pandas" in r.text
+    finally:
+        await sb.shutdown()
+
+
+async def test_a_dead_fork_is_replaced_and_shutdown_leaves_nothing(zygote: Zygote) -> None:
+    sb = Sandbox(
+        workdir=_workspace(zygote, "restart"),
+        limits=LIMITS,
+        kernel_manager_class=manager_class(zygote),
+    )
+    await sb.start()
+    first = sb.private_dir
+    assert first is not None and first.is_dir()
+    r = await sb.execute("x = 1\nimport os; os._exit(3)")
+    assert r.status == "died" and "restarted" in r.note, r.note
+    r = await sb.execute("print('x' in globals())")
+    assert r.status == "ok" and "False" in r.text  # a fresh fork: the state is gone
+    second = sb.private_dir
+    assert second is not None and second != first and not first.exists()
+    await sb.shutdown()
+    assert not second.exists()
+
+
+async def test_a_policy_sandbox_is_refused_so_it_starts_cold(zygote: Zygote) -> None:
+    limits = SandboxLimits(memory_mb=512, cell_timeout=10, egress_broker=True, network=False)
+    sb = Sandbox(
+        workdir=_workspace(zygote, "policy"),
+        limits=limits,
+        kernel_manager_class=manager_class(zygote),
+    )
+    with pytest.raises(SandboxError, match="no egress broker"):
+        await sb.start()
+    await sb.shutdown()
+
+
+async def test_a_fork_without_a_valid_go_ahead_ends(zygote: Zygote) -> None:
+    """A spawn whose second line is not what the host sends: that fork ends at once and the
+    zygote goes on serving (the fork never returns into the zygote's loop)."""
+    workspace = _workspace(zygote, "garbled")
+    kernel_dir = zygote.kernels / "codeagent-sbx-garbled"
+    kernel_dir.mkdir()
+    request = {"workspace": str(workspace), "workspaces": str(zygote.workspaces)}
+    request |= {"kernel_dir": str(kernel_dir), "kernels": str(zygote.kernels)}
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.connect(str(zygote.socket))
+        conn.sendall(json.dumps(request).encode() + b"\n")
+        pid = json.loads(conn.makefile("rb").readline())["pid"]
+        conn.sendall(b"not json\n")
+    for _ in range(50):
+        if zygote.host_pid(pid) is None:
+            break
+        await asyncio.sleep(0.1)
+    assert zygote.host_pid(pid) is None  # the process itself is gone
+    sb = Sandbox(workdir=workspace, limits=LIMITS, kernel_manager_class=manager_class(zygote))
+    await sb.start()
+    try:
+        assert (await sb.execute("print(1 + 1)")).text.strip() == "2"
+    finally:
+        await sb.shutdown()
