@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import tempfile
 from dataclasses import fields
 from pathlib import Path
@@ -270,8 +271,11 @@ def _forked(args: argparse.Namespace, policy: bool) -> bool:
     start = getattr(args, "start", "cold")
     if start == "auto":
         from ..sandbox import bubblewrap
+        from ..sandbox.zygote_host import EXPERIMENTAL
 
-        return not args.gateway_url and not policy and bubblewrap.find() is not None
+        usable = bool(os.environ.get(EXPERIMENTAL)) and os.geteuid() == 0
+        usable = usable and bubblewrap.find() is not None
+        return not args.gateway_url and not policy and usable
     return bool(start == "zygote")
 
 
