@@ -69,6 +69,11 @@ def _classify(match: re.Match[str]) -> Mention | None:
     return None  # "@2x", "@-": not a mention
 
 
+def is_name(word: str) -> bool:
+    """Whether ``word`` is written as ``@name`` mentions a variable (an identifier)."""
+    return bool(_IDENTIFIER.match(word))
+
+
 def variable_names(text: str) -> list[str]:
     """The names of ``@name`` mentions: the user's kernel copies those it has (``--with``)."""
     return [m.value for m in parse(text) if m.kind == VARIABLE]

@@ -34,13 +34,18 @@ __all__ = [
 def load_ipython_extension(ipython: Any) -> None:
     """Register ``%agent`` / ``%%agent`` (``%load_ext``)."""
     from .magic import AgentMagics
+    from .mention_completion import install
 
     if "AgentMagics" not in ipython.magics_manager.registry:
         ipython.register_magics(AgentMagics(ipython))
+    install(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """Close this kernel's panels and remove the magics (``%unload_ext``)."""
+    from .mention_completion import uninstall
+
+    uninstall(ipython)
     magics = ipython.magics_manager.registry.pop("AgentMagics", None)
     if magics is None:
         return

@@ -41,6 +41,7 @@ from .fixing import FailedCell, FailureWatcher, fix_target, fix_title
 from .interrupt import InterruptWatcher
 from .live import LiveNotebook, kernel_id
 from .magic_args import parse
+from .mention_completion import install as install_completion
 from .panel import AgentPanel
 from .transfer import Payload, serialize
 
@@ -290,4 +291,5 @@ def new_panel(shell: Any = None, *, side: bool = False) -> AgentPanel | None:
     if magics is None:
         magics = AgentMagics(shell)
         shell.register_magics(magics)
+    install_completion(shell)
     return magics.open_panel(side=side or None)
