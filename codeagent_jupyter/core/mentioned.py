@@ -75,8 +75,8 @@ def _block(mention: Mention, ws: Workspace, notebook: Any | None, variables: lis
         return found
     if mention.kind == VARIABLE:
         raise UnknownMention(
-            f"{mention.text}: not a variable copied from your kernel (a session copies those "
-            "its first request mentions), nor a file or folder in the notebook's folder"
+            f"{mention.text}: not a variable copied from your kernel into the sandbox, nor "
+            "a file or folder in the notebook's folder"
         )
     raise UnknownMention(f"{mention.text}: no such file or folder in the notebook's folder")
 

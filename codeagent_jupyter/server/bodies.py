@@ -65,6 +65,8 @@ START["properties"]["title"] = {"type": "string", "maxLength": 200}
 """How the request reads to people (``%agent fix``: "Fix In [9]: …"), when the prompt was
 written for the model; shown by the panel and the session list, never sent to the model."""
 MESSAGE = body_schema({"text": "string"}, {})
+MESSAGE["properties"]["uploads"] = START["properties"]["uploads"]
+"""Variables first mentioned in a follow-up: uploaded, loaded before the message runs."""
 APPROVAL = body_schema({"approve": "boolean"}, {"remember": "string"})
 APPROVAL["properties"]["remember"]["enum"] = ["session"]
 """``remember: "session"`` with ``approve: true`` allows the tool for the rest of the session."""

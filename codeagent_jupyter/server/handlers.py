@@ -150,7 +150,8 @@ class MessagesHandler(BaseHandler):
     async def post(self, session_id: str) -> None:
         self.session(session_id, change=True)  # 404 before 400 for an unknown session
         body = self.json_body(bodies.MESSAGE)
-        session = await self.manager.send(session_id, self.caller, body["text"])
+        uploads = body.get("uploads", [])
+        session = await self.manager.send(session_id, self.caller, body["text"], uploads=uploads)
         self.reply(session.summary(), status=202)
 
 

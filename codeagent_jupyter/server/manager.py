@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import SandboxLimits
+from ..core.context import loaded_context
 from ..core.mentions import parse as parse_mentions
 from ..sandbox.demand import ceiling
 from . import lifecycle
@@ -176,19 +177,44 @@ class SessionManager:
         return session
 
     async def send(
-        self, session_id: str, caller: Caller, text: str, *, strict_mentions: bool = True
+        self,
+        session_id: str,
+        caller: Caller,
+        text: str,
+        *,
+        strict_mentions: bool = True,
+        uploads: list[str] | None = None,
     ) -> AgentSession:
         """A message: a follow-up in a live session; a resume of a closed one; its
         @-mentions resolved first (400 for an unknown one, before anything runs, unless
-        not ``strict_mentions``)."""
+        not ``strict_mentions``). ``uploads``: variables of the user's kernel (``POST
+        /uploads``) loaded into the sandbox before the message runs, as at the start."""
         session = self.get(session_id, caller, change=True)
-        section = await self._mentioned(session, text, strict_mentions)
+        uploads = uploads or []
+        added = self.uploads.names(session.owner, uploads)
+        section = await self._mentioned(session, text, strict_mentions, added)
         if session.closed and not session.deleted and not self._stopping:
             self._ensure_reaper()
-            return await revive(self, session, with_mentions(text, section))
+            return await revive(self, session, with_mentions(text, section), uploads=uploads)
+        if uploads:
+            section = await self._load(session, uploads, section)
         return self.follow_up(session_id, caller, text, section)
 
-    async def _mentioned(self, session: AgentSession, text: str, strict: bool) -> str:
+    async def _load(self, session: AgentSession, uploads: list[str], section: str) -> str:
+        """Load ``uploads`` into a live session's sandbox (409 while it runs: nothing is
+        claimed then); ``section`` with what was loaded said for the model."""
+        sandbox = session.sandbox
+        if session.running or session.loop is None or sandbox is None:
+            raise ApiError(409, f"session {session.id} is busy; send the message again later")
+        chosen = self.uploads.take(session.owner, uploads, sandbox.limits.disk_mb)
+        loaded = await self.uploads.load(chosen, sandbox)
+        session.variables = list(dict.fromkeys([*session.variables, *(u.name for u in chosen)]))
+        said = loaded_context(loaded)
+        return f"{section}\n\n{said}" if section and said else section or said
+
+    async def _mentioned(
+        self, session: AgentSession, text: str, strict: bool, added: list[str] | None = None
+    ) -> str:
         if not parse_mentions(text):
             return ""
         workdir = self.resolver.workdir_for(session.notebook_path)
@@ -196,7 +222,8 @@ class SessionManager:
         if session.notebook_path is not None:
             with contextlib.suppress(ApiError):
                 notebook = await self.resolver.read(session.notebook_path)
-        return await mentioned(text, workdir, notebook, session.variables, strict=strict)
+        variables = [*session.variables, *(added or [])]
+        return await mentioned(text, workdir, notebook, variables, strict=strict)
 
     async def fork(
         self, session_id: str, caller: Caller, prompt: str, step: int | None

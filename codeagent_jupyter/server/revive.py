@@ -14,10 +14,11 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import events as ev
+from ..core.context import loaded_context
 from ..errors import ConfigError
 from ..record.packages import reinstall
 from ..record.reader import parse_session
@@ -57,9 +58,16 @@ def _plan(manager: Any, session: AgentSession, step: int | None) -> ResumePlan:
 
 
 async def revive(
-    manager: Any, parent: AgentSession, prompt: str, *, step: int | None = None, fork: bool = False
+    manager: Any,
+    parent: AgentSession,
+    prompt: str,
+    *,
+    step: int | None = None,
+    fork: bool = False,
+    uploads: list[str] | None = None,
 ) -> AgentSession:
-    """Resume ``parent`` (or fork it after ``step``) and start the run of ``prompt``.
+    """Resume ``parent`` (or fork it after ``step``) and start the run of ``prompt``, the
+    variables ``uploads`` (upload ids) loaded first.
 
     What can be refused is checked here and answers the request (notebook, signature, quota,
     a sandbox); re-running the cells and the run itself go on in the background
@@ -79,6 +87,8 @@ async def revive(
     except ApiError:
         model = manager.models.model_for(None)
     victims = manager.room_for(parent.owner)  # 429 only when every open one is busy
+    # 404 or 413 before anything starts; from here they are this revival's to load or drop
+    chosen = manager.uploads.take(parent.owner, uploads or [], limits.disk_mb)
     lifecycle.mark(victims)
     if fork:
         new_id = uuid.uuid4().hex[:12]
@@ -102,8 +112,10 @@ async def revive(
         sandbox = await manager.supply.get(parent.owner, workdir, limits)
     except BaseException:
         _undo(manager, session, fork)
+        manager.uploads.discard(chosen)
         raise
     revival = _Revival(manager, parent, session, todo, sandbox, model, workdir, limits, fork)
+    revival.uploads = chosen
     session.restoring = asyncio.ensure_future(_restore(revival, prompt))
     return session
 
@@ -121,6 +133,8 @@ class _Revival:
     workdir: Any
     limits: Any
     fork: bool
+    uploads: list[Any] = field(default_factory=list)
+    """Variables to load once the cells ran again (``UploadStore.take``'s)."""
 
 
 async def _restore(r: _Revival, prompt: str) -> None:
@@ -129,9 +143,15 @@ async def _restore(r: _Revival, prompt: str) -> None:
     session = r.session
     try:
         rebuilt, loop, recorder = await _rebuild(r)
+        # After the cells (what they defined must not overwrite the user's copy), before
+        # the session is live (no other message may start a run meanwhile).
+        names = [u.name for u in r.uploads]
+        loaded = await r.manager.uploads.load(r.uploads, r.sandbox)
+        r.uploads = []  # loaded (or dropped with a line saying why): nothing left to discard
         if session.closed:  # deleted (or the server stopping) while it was rebuilt
             raise asyncio.CancelledError
     except BaseException as exc:
+        r.manager.uploads.discard(r.uploads)
         await shutdown_quietly(r.sandbox)
         await mcp_sources.close_for(session)
         if isinstance(exc, Exception) and not session.closed:
@@ -156,6 +176,9 @@ async def _restore(r: _Revival, prompt: str) -> None:
         network.attach(session.bus)
     session.network.attach(getattr(r.sandbox, "egress", None))  # default: ask asks the owner
     session.bus.publish(ev.SessionRestored, **rebuilt.event_fields())
+    if loaded:
+        session.variables = list(dict.fromkeys([*session.variables, *names]))
+        prompt = f"{prompt}\n\n{loaded_context(loaded)}"
     session.start_run(prompt)
 
 

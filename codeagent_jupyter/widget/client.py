@@ -217,8 +217,15 @@ class AgentClient:
     async def session(self, session_id: str) -> dict[str, Any]:
         return await self.request("GET", f"/sessions/{_q(session_id)}")
 
-    async def follow_up(self, session_id: str, text: str) -> dict[str, Any]:
-        return await self.request("POST", f"/sessions/{_q(session_id)}/messages", {"text": text})
+    async def follow_up(
+        self, session_id: str, text: str, uploads: list[str] | None = None
+    ) -> dict[str, Any]:
+        """A message to a session; ``uploads``: ids from ``upload`` (variables first
+        mentioned in it), loaded into the sandbox before it runs."""
+        body: dict[str, Any] = {"text": text}
+        if uploads:
+            body["uploads"] = uploads
+        return await self.request("POST", f"/sessions/{_q(session_id)}/messages", body)
 
     async def cancel(self, session_id: str) -> dict[str, Any]:
         return await self.request("POST", f"/sessions/{_q(session_id)}/cancel")

@@ -15,7 +15,7 @@ from typing import Any
 from ..timeline.fold import SessionState
 from .actions import Inserter
 from .client import AgentClient
-from .transfer import Payload
+from .transfer import Payload, upload_all
 
 
 class PanelClicks:
@@ -27,6 +27,7 @@ class PanelClicks:
     inserter: Inserter | None
     notebook_path: str | None
     payloads: list[Payload]
+    brought: list[str]
     serialize_of: Callable[[str], list[Payload]] | None
     mentioned_of: Callable[[str], list[str]] | None
     open_of: Callable[[str, bool], Any] | None
@@ -74,13 +75,31 @@ class PanelClicks:
             self.run("send", self.start(text))
         else:
             self.say("")  # what the last Accept did is old news now
-            self.run("send", self._follow_up(text))
+            mentioned = self.mentioned_of(text) if self.mentioned_of is not None else []
+            new = [n for n in mentioned if n not in self.brought]
+            payloads: list[Payload] = []
+            if new and self.serialize_of is not None:
+                try:
+                    payloads = self.serialize_of(",".join(new))
+                except Exception as e:  # a UsageError: say it in one line, send nothing
+                    self.say(str(e))
+                    self.prompt.value = text
+                    return
+            self.run("send", self._follow_up(text, payloads))
 
-    async def _follow_up(self, text: str) -> None:
-        """A follow-up (or, to a closed session, a resume); the stream is followed again
-        if it had ended with the session."""
+    async def _follow_up(self, text: str, payloads: list[Payload] | None = None) -> None:
+        """A follow-up (or, to a closed session, a resume), with the variables it first
+        mentions copied in; the stream is followed again if it had ended with the session."""
         assert self.client is not None and self.session_id is not None
-        await self.client.follow_up(self.session_id, text)
+        try:
+            uploads = await upload_all(self.client, payloads or [], self.say)
+            await self.client.follow_up(self.session_id, text, uploads)
+        except BaseException:
+            if not self.prompt.value:
+                self.prompt.value = text  # nothing was sent: give the message back
+            raise
+        self.brought = [*self.brought, *(p.name for p in payloads or [])]
+        self.say("")
         self.follow()
 
     def _on_stop(self) -> None:
