@@ -255,3 +255,23 @@ async def test_sandbox_and_model_content_stays_data_in_the_chat(
     # and the sandbox's HTML image lose their remote source.
     assert not re.search(r"<img[^>]*src=[\"']?http", outside_code)
     assert '&lt;img src="http://127.0.0.1:9/answer.png"&gt;' in outside_code
+
+
+async def test_a_mention_in_the_chat_adds_the_file_and_a_person_stays_text(
+    server: tuple[str, str, Path, Path], model_server: ScriptedModelServer
+) -> None:
+    """``@sales.csv`` in a chat message reaches the model as the file's text; ``@alice``
+    names nothing here (in a chat, a person): the message runs, the mention left as text."""
+    _base_url, _token, root, _log = server
+    (root / "sales.csv").write_text("month,revenue\n2024-04,17\n")
+    model_server.set_script([text("Seen.")])
+    before = len(model_server.requests)
+    client = await connected(server, new_chat(server, "mentions"))
+    try:
+        client.send("@codeagent summarize @sales.csv for @alice")
+        await client.until(finished(1))
+    finally:
+        client.close()
+    asked = json.dumps(model_server.requests[before]["messages"])
+    assert "2024-04,17" in asked  # the file, read beneath the server's root
+    assert "for @alice" in asked and "unknown mention" not in bodies(client.from_persona())
