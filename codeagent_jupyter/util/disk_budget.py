@@ -58,8 +58,18 @@ class OverBudget:
             )
         return (
             f"workspace disk budget of {self.budget_mb} MiB exceeded "
-            f"({self.used_bytes / MIB:.0f} MiB used)"
+            f"({_over_mib(self.used_bytes, self.budget_mb)} MiB used)"
         )
+
+
+def _over_mib(used_bytes: int, budget_mb: int) -> str:
+    """``used_bytes`` in MiB, whole where that still reads as more than the budget.
+
+    A run stopped mid-write may be just over (2.1 MiB of 2): "2 MiB used" would read as
+    within the budget, so the figure keeps a decimal until whole MiB tell the two apart.
+    """
+    whole = f"{used_bytes / MIB:.0f}"
+    return whole if int(whole) > budget_mb else f"{used_bytes / MIB:.1f}"
 
 
 @dataclass(frozen=True)
