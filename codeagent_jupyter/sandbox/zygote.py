@@ -26,9 +26,11 @@ docs/security.md, "The zygote".
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from . import namespaces as ns
+from .isolation import REFUSED_FILE
 
 PRELOADED = ("numpy", "pandas", "matplotlib.pyplot")
 OWN = ns.CLONE_NEWNS | ns.CLONE_NEWPID | ns.CLONE_NEWNET | ns.CLONE_NEWIPC | ns.CLONE_NEWUTS
@@ -93,6 +96,31 @@ def _cover(root: str, keep: str, held: int) -> None:
         ns.mount("tmpfs", root, None, ns.MS_REMOUNT | ns.MS_RDONLY | ns.MS_NOSUID | ns.MS_NODEV)
 
 
+def _mounts_below(folder: str, skip: list[str]) -> list[str]:
+    """The outermost mount points below ``folder``, except those at or below ``skip``.
+
+    The fresh ``/tmp`` would hide what the zygote's bubblewrap bound below its own (the
+    Python environment of a checkout under ``/tmp``): the fork binds these back. The
+    workspaces' and kernel folders' roots are skipped: ``_cover`` binds back only its own.
+    """
+    with open("/proc/self/mountinfo") as f:
+        points = [_unescape(line.split()[4]) for line in f]
+    found = sorted(
+        {p for p in points if Path(p).is_relative_to(folder) and p != folder}
+        - {p for p in points for s in skip if Path(p).is_relative_to(s)}
+    )
+    outer: list[str] = []
+    for point in found:  # sorted: a parent comes before what is mounted below it
+        if not any(Path(point).is_relative_to(o) for o in outer):
+            outer.append(point)
+    return outer
+
+
+def _unescape(field: str) -> str:
+    """A mountinfo path: space, tab, newline and backslash are written as octal escapes."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
 def _fresh_proc() -> None:
     """A /proc of this pid namespace, read-only where bubblewrap's is."""
     with open("/proc/self/mountinfo") as f:
@@ -111,8 +139,14 @@ def _confine(request: dict[str, Any]) -> None:
     pairs = [(request["workspaces"], request["workspace"])]
     pairs.append((request["kernels"], request["kernel_dir"]))
     held = [os.open(keep, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW) for _, keep in pairs]
+    below = _mounts_below("/tmp", [root for root, _ in pairs])
+    old_tmp = os.open("/tmp", os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW)
     size = int(request["tmp_bytes"])
     ns.mount("tmpfs", "/tmp", "tmpfs", ns.MS_NOSUID | ns.MS_NODEV, f"size={size},mode=1777")
+    for point in below:  # the Python environment of a checkout below /tmp, read-only as it was
+        os.makedirs(point, exist_ok=True)
+        ns.bind(f"/proc/self/fd/{old_tmp}/{os.path.relpath(point, '/tmp')}", point, True)
+    os.close(old_tmp)
     for (root, keep), fd in zip(pairs, held, strict=True):
         _cover(root, keep, fd)
     state = Path(request["workspace"]) / ".codeagent"
@@ -156,6 +190,14 @@ def _become_kernel(request: dict[str, Any]) -> None:
     os._exit(0)
 
 
+def _refuse(request: dict[str, Any], error: BaseException) -> None:
+    """Say why this fork stops where the host reads a launcher's refusal (its stderr is
+    already ``/dev/null``): the kernel folder, bound back or still in view."""
+    reason = f"the zygote's fork could not confine itself: {type(error).__name__}: {error}"
+    with contextlib.suppress(OSError):
+        Path(request["kernel_dir"], REFUSED_FILE).write_text(reason + "\n")
+
+
 def _close_descriptors() -> None:
     """Nothing of the zygote's: its socket, and its stdio (a pipe to the host)."""
     null = os.open("/dev/null", os.O_RDWR)
@@ -178,7 +220,7 @@ def _child(request: dict[str, Any]) -> None:
                 _confine(request)
                 _become_kernel(request)
             except BaseException as e:  # a step that fails stops the sandbox, loudly
-                print(f"codeagent zygote: {e}", file=sys.stderr, flush=True)
+                _refuse(request, e)
             os._exit(70)
         _, status = os.waitpid(first, 0)
         code = os.waitstatus_to_exitcode(status) & 0xFF

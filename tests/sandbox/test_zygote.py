@@ -16,6 +16,7 @@ import pytest
 
 from codeagent_jupyter.errors import SandboxError
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, SandboxPool, bubblewrap, report
+from codeagent_jupyter.sandbox.isolation import REFUSED_FILE
 from codeagent_jupyter.sandbox.zygote_host import Zygote, ZygoteUnavailable
 from codeagent_jupyter.sandbox.zygote_manager import manager_class
 
@@ -123,3 +124,63 @@ async def test_a_fork_without_a_valid_go_ahead_ends(zygote: Zygote) -> None:
         assert (await sb.execute("print(1 + 1)")).text.strip() == "2"
     finally:
         await sb.shutdown()
+
+
+async def test_a_fork_that_cannot_confine_itself_says_why(zygote: Zygote) -> None:
+    """A fork whose confinement fails writes its reason where the host reads a launcher's
+    refusal (its stderr is already /dev/null), so the start fails with that line."""
+    workspace = _workspace(zygote, "unconfined")
+    kernel_dir = zygote.kernels / "codeagent-sbx-unconfined"
+    kernel_dir.mkdir()
+    request = {"workspace": str(workspace), "workspaces": str(zygote.workspaces)}
+    request |= {"kernel_dir": str(kernel_dir), "kernels": str(zygote.kernels)}  # no tmp size
+    with socket.socket(socket.AF_UNIX) as conn:
+        conn.connect(str(zygote.socket))
+        conn.sendall(json.dumps(request).encode() + b"\n")
+        pid = json.loads(conn.makefile("rb").readline())["pid"]
+        conn.sendall(json.dumps({"env": {}}).encode() + b"\n")
+    refused = kernel_dir / REFUSED_FILE
+    for _ in range(50):
+        if zygote.host_pid(pid) is None and refused.exists():
+            break
+        await asyncio.sleep(0.1)
+    assert zygote.host_pid(pid) is None
+    text = refused.read_text()
+    assert "could not confine itself: KeyError" in text and "tmp_bytes" in text, text
+
+
+async def test_a_python_environment_below_tmp_stays_visible(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A checkout or environment below /tmp (a CI clone) is bound into the zygote; each
+    fork's fresh /tmp must bind it back, read-only, or its kernel cannot even import."""
+    if bubblewrap.find() is None:
+        pytest.skip("bubblewrap is not installed")
+    probe = Path(tempfile.mkdtemp(prefix="codeagent-probe-", dir="/tmp"))
+    (probe / "codeagent_probe.py").write_text("ANSWER = 42\n")
+    (probe / "codeagent_probe.py").chmod(0o666)  # only the mount may refuse a write
+    monkeypatch.syspath_prepend(str(probe))  # so python_paths() binds it into the zygote
+    root = Path(tempfile.mkdtemp(prefix="codeagent-zygote-test-"))
+    made = Zygote(root)
+    try:
+        try:
+            made.start()
+        except ZygoteUnavailable as e:
+            pytest.skip(str(e))
+        sb = Sandbox(workdir=_workspace(made, "tmp"), limits=LIMITS,
+                     kernel_manager_class=manager_class(made))  # fmt: skip
+        await sb.start()
+        try:
+            path = str(probe / "codeagent_probe.py")
+            r = await sb.execute(
+                f"print(open({path!r}).read().strip())\n"
+                f"try:\n    open({path!r}, 'a')\nexcept OSError as e:\n    print(type(e).__name__)"
+            )
+            assert r.status == "ok" and "ANSWER = 42" in r.text, r.text
+            assert "OSError" in r.text, r.text  # EROFS: no subclass
+        finally:
+            await sb.shutdown()
+    finally:
+        made.close()
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(probe, ignore_errors=True)
