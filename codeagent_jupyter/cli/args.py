@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import tempfile
 from dataclasses import fields
 from pathlib import Path
@@ -270,12 +269,11 @@ def _forked(args: argparse.Namespace, policy: bool) -> bool:
     """Whether ``--start`` makes this sandbox a zygote's fork (``auto``: where one can be)."""
     start = getattr(args, "start", "cold")
     if start == "auto":
+        if args.gateway_url or policy:
+            return False
         from ..sandbox import bubblewrap
-        from ..sandbox.zygote_host import EXPERIMENTAL
 
-        usable = bool(os.environ.get(EXPERIMENTAL)) and os.geteuid() == 0
-        usable = usable and bubblewrap.find() is not None
-        return not args.gateway_url and not policy and usable
+        return bubblewrap.choose(network=False).bwrap is not None  # what the zygote needs
     return bool(start == "zygote")
 
 

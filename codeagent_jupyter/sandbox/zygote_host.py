@@ -42,15 +42,6 @@ def _code_paths() -> list[Path]:
     return paths
 
 
-EXPERIMENTAL = "CODEAGENT_EXPERIMENTAL_ZYGOTE"
-"""Unset: no zygote starts (``--start zygote`` refuses in one line, ``auto`` starts cold).
-Its forks do not start yet as a user other than root, nor from a checkout below ``/tmp``."""
-ROOT_ONLY = (
-    "the zygote runs only as root for now (its forks do not start as another user); "
-    "use --start cold"
-)
-
-
 class ZygoteUnavailable(RuntimeError):
     """No zygote here (no bubblewrap, no user namespaces): the cold start stays."""
 
@@ -68,10 +59,6 @@ class Zygote:
 
     def start(self, timeout: float = 120.0) -> None:
         """Launch the zygote and wait until it has imported the data stack."""
-        if not os.environ.get(EXPERIMENTAL):
-            raise ZygoteUnavailable(f"the zygote is experimental: set {EXPERIMENTAL}=1 to try it")
-        if os.geteuid() != 0:  # its forks die before their kernel answers as another user
-            raise ZygoteUnavailable(ROOT_ONLY)
         choice = bubblewrap.choose(network=False)
         if choice.bwrap is None:
             raise ZygoteUnavailable(bubblewrap.advice(choice))

@@ -1,18 +1,15 @@
 """``--start zygote``: the run's sandbox is a fork of a zygote started for its workspace,
-with the data stack imported (experimental: only with CODEAGENT_EXPERIMENTAL_ZYGOTE=1); the
-enforcement line says so; combinations no zygote serves
+with the data stack imported; the enforcement line says so; combinations no zygote serves
 are refused in one line before the model is asked."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from codeagent_jupyter.sandbox import bubblewrap
-from codeagent_jupyter.sandbox.zygote_host import EXPERIMENTAL
 from tests.cli.in_process import codeagent_here
 from tests.cli.test_cli import codeagent
 from tests.scripted_model import ScriptedModelServer, text, tool_calls
@@ -21,8 +18,6 @@ from tests.scripted_model import ScriptedModelServer, text, tool_calls
 def test_a_run_forked_from_a_zygote(scripted_model: ScriptedModelServer, tmp_path: Path) -> None:
     if bubblewrap.find() is None:
         pytest.skip("bubblewrap is not installed")
-    if not os.environ.get(EXPERIMENTAL) or os.geteuid() != 0:
-        pytest.skip(f"the zygote is experimental (as root, {EXPERIMENTAL}=1 runs this test)")
     probe = "sorted(os.listdir('/proc'))[:2]"
     code = f"import os, sys\nprint('pandas' in sys.modules, os.getuid(), {probe})"
     scripted_model.set_script([tool_calls(("run_cell", {"code": code})), text("Done.")])

@@ -218,6 +218,8 @@ async def test_without_bwrap_refuses_unless_unconfined_is_chosen(
     message = str(refused.value)
     assert "refused to start" in message and "allow_unconfined=True" in message
     assert "\n" not in message and "filesystem" in message
+    with pytest.raises(ZygoteUnavailable, match="no bubblewrap"):  # no zygote either
+        Zygote(tmp_path).start()
     async with Sandbox(workdir=workspace, limits=SMALL, allow_unconfined=True) as sb:
         out = await _run(sb, f"import os; print(os.path.exists('/proc/{os.getpid()}'))")
         rc = (await sb.run_command("echo hi")).status
