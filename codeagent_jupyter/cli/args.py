@@ -263,13 +263,15 @@ def check_backend(args: argparse.Namespace, replay: Any = None) -> None:
         raise ConfigError("--start zygote needs a local sandbox (not --gateway-url)")
     if getattr(args, "start", "cold") == "zygote" and policy:
         raise ConfigError("--start zygote has no egress broker: --network policy starts cold")
+    if getattr(args, "start", "cold") == "zygote" and getattr(args, "network", "") == "host":
+        raise ConfigError("--start zygote has no network: --network host starts cold")
 
 
 def _forked(args: argparse.Namespace, policy: bool) -> bool:
     """Whether ``--start`` makes this sandbox a zygote's fork (``auto``: where one can be)."""
     start = getattr(args, "start", "cold")
     if start == "auto":
-        if args.gateway_url or policy:
+        if args.gateway_url or policy or getattr(args, "network", "none") == "host":
             return False
         from ..sandbox import bubblewrap
 

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import SandboxLimits
 from ..errors import ConfigError
+
+if TYPE_CHECKING:
+    from .zygote_host import Zygote
 
 BACKENDS = ("local", "gateway")
 TOKEN_ENV = "CODEAGENT_GATEWAY_TOKEN"
@@ -50,27 +53,51 @@ class SandboxBackend(Protocol):
 
 
 class LocalBackend:
-    """Kernels started here, by jupyter_client (``Sandbox``): today's behaviour."""
+    """Kernels started here, by jupyter_client (``Sandbox``), or forked by a zygote."""
 
     name = "local"
 
-    def __init__(self, **sandbox_options: Any) -> None:
+    def __init__(self, zygote: Zygote | None = None, **sandbox_options: Any) -> None:
         self.options = sandbox_options
         """``Sandbox`` keyword options (``allow_unconfined``, ``kernel_manager_class`` …)."""
+        self.zygote = zygote
+        """Forks every sandbox it can serve (a workspace below its folder, no network);
+        the others start cold, and each one's enforcement says which start it had."""
+        self._forked: type | None = None
 
     def create(
         self, workdir: str | os.PathLike[str], limits: SandboxLimits, owner: str | None = None
     ) -> Any:
         from .kernel import Sandbox
 
-        return Sandbox(workdir=workdir, limits=limits, **self.options)
+        options = dict(self.options)
+        if self.zygote is not None and self._serves(Path(workdir), limits):
+            if self._forked is None:
+                from .zygote_manager import manager_class
+
+                self._forked = manager_class(self.zygote)
+            options["kernel_manager_class"] = self._forked
+        return Sandbox(workdir=workdir, limits=limits, **options)
+
+    def _serves(self, workdir: Path, limits: SandboxLimits) -> bool:
+        from .zygote_manager import unserved
+
+        assert self.zygote is not None
+        inside = workdir.resolve().is_relative_to(self.zygote.workspaces)
+        return inside and unserved(limits) is None
 
     def describe(self) -> dict[str, Any]:
         manager = self.options.get("kernel_manager_class")
         info: dict[str, Any] = {"name": self.name, "gateway_url": None}
         if manager is not None:
             info["kernel_manager_class"] = f"{manager.__module__}.{manager.__qualname__}"
+        info["start"] = "cold" if self.zygote is None else "zygote"
         return info
+
+    def close(self) -> None:
+        """End the zygote, if there is one, and every sandbox it forked."""
+        if self.zygote is not None:
+            self.zygote.close()
 
 
 class GatewayBackend:

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,18 @@ class Zygote:
         self.socket = Path()
         self.process: subprocess.Popen[bytes] | None = None
         self.label = ""
+        self._starting = threading.Lock()
+
+    def ensure_started(self) -> None:
+        """Start the zygote unless it runs; one that died is ended and started again.
+
+        A server's pool starts several sandboxes at once, each in a thread: one zygote
+        starts, the others wait for it."""
+        with self._starting:
+            if self.process is not None and self.process.poll() is None:
+                return
+            self.close()
+            self.start()
 
     def start(self, timeout: float = 120.0) -> None:
         """Launch the zygote and wait until it has imported the data stack."""

@@ -24,6 +24,19 @@ from .isolation import EGRESS_ENV, LIMITS_ENV
 from .zygote_host import Zygote
 
 
+def unserved(limits: SandboxLimits) -> str | None:
+    """Why a zygote's fork cannot be this sandbox (None: it can). A fork always takes its
+    own empty network namespace, and the egress broker is the cold launcher's."""
+    if limits.network:
+        return "a zygote's fork cannot have the host's network (a cold start can)"
+    if limits.egress_broker:
+        return NO_BROKER
+    return None
+
+
+NO_BROKER = "a zygote's fork has no egress broker (a cold start has)"
+
+
 class ZygoteKernelManager:
     """Just what ``Sandbox`` calls on a kernel manager, for one forked kernel at a time."""
 
@@ -49,12 +62,12 @@ class ZygoteKernelManager:
 
     async def start_kernel(self, env: dict[str, str], cwd: str, **_: Any) -> None:
         """Fork a kernel for ``cwd`` with the limits the ``Sandbox`` put in ``env``."""
-        if env.get(EGRESS_ENV):
-            raise RuntimeError("the zygote start has no egress broker: use the cold start")
         self._workspace = Path(cwd)
         self._limits = SandboxLimits.from_dict(json.loads(env[LIMITS_ENV]))
-        if self.zygote.process is None:
-            await asyncio.to_thread(self.zygote.start)
+        refused = NO_BROKER if env.get(EGRESS_ENV) else unserved(self._limits)
+        if refused:
+            raise RuntimeError(refused)
+        await asyncio.to_thread(self.zygote.ensure_started)
         self._spawn()
 
     def _spawn(self) -> None:
@@ -103,6 +116,7 @@ class ZygoteKernelManager:
     async def restart_kernel(self, now: bool = False, **_: Any) -> None:
         """A fresh fork in place of this one (all state is lost)."""
         self._stop()
+        await asyncio.to_thread(self.zygote.ensure_started)  # a zygote that died: a new one
         self._spawn()
 
 

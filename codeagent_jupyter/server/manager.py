@@ -67,7 +67,7 @@ class SessionManager:
             log=self.log,
             allow_unconfined=settings.allow_unconfined,
             kernel_manager_class=settings.kernel_manager_class,
-            backend=settings.sandbox_backend_of(),
+            backend=settings.sandbox_backend_of(self.root_dir),
             preload=settings.preload_modules(),
             pool_max=ceiling(settings.pool_size, settings.pool_max, settings.pool_memory_mb),
         )

@@ -150,6 +150,17 @@ class CodeAgent(Configurable):
     sandbox_backend = Enum(
         BACKENDS, default_value="local", config=True, help=SETTINGS_HELP["sandbox_backend"]
     )
+    start = Enum(
+        ("cold", "zygote", "auto"),
+        default_value="cold",
+        config=True,
+        help="How local sandboxes start. cold: each kernel starts its own interpreter; zygote: "
+        "each is forked, with numpy, pandas and matplotlib already imported, from one confined "
+        "process started for the server root (the pool's entries too), and one a fork cannot "
+        "be (a host or policy network, a folder outside the root) starts cold; auto: zygote "
+        "where bubblewrap can build namespaces, else cold. Each sandbox's enforcement says "
+        "which start it had.",
+    )
     gateway_url = Unicode("", config=True, help=SETTINGS_HELP["gateway_url"])
     gateway_token = Unicode("", config=True, help=SETTINGS_HELP["gateway_token"])
     prices = Dict(
@@ -364,16 +375,40 @@ class CodeAgent(Configurable):
         """The install policy, or None when installs are off."""
         return None if self.packages is None else PackagePolicy.from_dict(self.packages)
 
-    def sandbox_backend_of(self) -> SandboxBackend:
-        """The backend that makes every sandbox (``ConfigError`` for a bad choice)."""
+    def sandbox_backend_of(self, root_dir: Path | None = None) -> SandboxBackend:
+        """The backend that makes every sandbox (``ConfigError`` for a bad choice); with
+        ``start`` zygote or auto, a zygote serving ``root_dir`` (started at the first fork)."""
+        local = self.sandbox_backend == "local"
+        options: dict[str, Any] = {"egress": self.egress_policy()} if local else {}
+        zygote = self._zygote(root_dir)
+        if zygote is not None:
+            options["zygote"] = zygote
         return make_backend(
             self.sandbox_backend,
             self.gateway_url,
             self.gateway_token,
             allow_unconfined=self.allow_unconfined,
             kernel_manager_class=self.kernel_manager_class,
-            **({"egress": self.egress_policy()} if self.sandbox_backend == "local" else {}),
+            **options,
         )
+
+    def _zygote(self, root_dir: Path | None) -> Any:
+        """The zygote ``start`` asks for, unstarted; None for a cold start."""
+        if self.start == "cold" or root_dir is None:
+            return None
+        from jupyter_client.manager import AsyncKernelManager
+
+        from ..sandbox import bubblewrap
+
+        if self.sandbox_backend != "local" or self.kernel_manager_class is not AsyncKernelManager:
+            if self.start == "zygote":
+                raise ConfigError("start zygote needs the local backend's own kernel manager")
+            return None
+        if self.start == "auto" and bubblewrap.choose(network=False).bwrap is None:
+            return None
+        from ..sandbox.zygote_host import Zygote
+
+        return Zygote(root_dir)
 
     def sandbox_limits(self) -> SandboxLimits:
         return SandboxLimits.from_dict(self.limits)

@@ -171,6 +171,9 @@ class SandboxSupply:
         if pool is not None:
             with contextlib.suppress(Exception):
                 await pool.shutdown()
+        close = getattr(self.backend, "close", None)  # a zygote, and whatever it forked
+        if close is not None:
+            await asyncio.to_thread(close)
 
 
 async def shutdown_quietly(sandbox: Any) -> None:

@@ -42,6 +42,7 @@ def test_combinations_no_zygote_serves_are_refused_first(
         argv = ["run", "x", "--model", "m", "--base-url", srv.url, "--workdir", str(tmp_path)]
         for flags, said in (
             (["--network", "policy"], "--start zygote has no egress broker"),
+            (["--network", "host"], "--start zygote has no network"),
             (["--gateway-url", "http://127.0.0.1:9"], "--start zygote needs a local sandbox"),
         ):
             result = codeagent_here(capsys, monkeypatch, *argv, "--start", "zygote", *flags)

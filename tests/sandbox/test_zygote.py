@@ -16,6 +16,7 @@ import pytest
 
 from codeagent_jupyter.errors import SandboxError
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, SandboxPool, bubblewrap, report
+from codeagent_jupyter.sandbox.backend import LocalBackend
 from codeagent_jupyter.sandbox.isolation import REFUSED_FILE
 from codeagent_jupyter.sandbox.zygote_host import Zygote, ZygoteUnavailable
 from codeagent_jupyter.sandbox.zygote_manager import manager_class
@@ -88,14 +89,21 @@ async def test_a_dead_fork_is_replaced_and_shutdown_leaves_nothing(zygote: Zygot
     assert not second.exists()
 
 
-async def test_a_policy_sandbox_is_refused_so_it_starts_cold(zygote: Zygote) -> None:
-    limits = SandboxLimits(memory_mb=512, cell_timeout=10, egress_broker=True, network=False)
+@pytest.mark.parametrize(
+    ("network", "said"), [("policy", "no egress broker"), ("host", "the host's network")]
+)
+async def test_a_sandbox_with_a_network_is_refused(zygote: Zygote, network: str, said: str) -> None:
+    """A fork always has its own empty network: one that should reach out is refused, so
+    the caller starts it cold (``LocalBackend`` does; the CLI refuses ``--start zygote``)."""
+    limits = SandboxLimits(
+        memory_mb=512, cell_timeout=10, egress_broker=network == "policy", network=network == "host"
+    )
     sb = Sandbox(
-        workdir=_workspace(zygote, "policy"),
+        workdir=_workspace(zygote, network),
         limits=limits,
         kernel_manager_class=manager_class(zygote),
     )
-    with pytest.raises(SandboxError, match="no egress broker"):
+    with pytest.raises(SandboxError, match=said):
         await sb.start()
     await sb.shutdown()
 
@@ -184,3 +192,25 @@ async def test_a_python_environment_below_tmp_stays_visible(
         made.close()
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(probe, ignore_errors=True)
+
+
+async def test_the_local_backend_forks_what_it_can_and_starts_the_rest_cold(
+    zygote: Zygote, tmp_path: Path
+) -> None:
+    """The server's backend with a zygote: a workspace below its folder without a network is
+    a fork; the host network, or a folder outside, starts cold; the enforcement says which."""
+    backend = LocalBackend(zygote=zygote)
+    cases = [
+        (_workspace(zygote, "backend"), LIMITS, "zygote"),
+        (zygote.workspaces / "backend", SandboxLimits(memory_mb=512, network=True), "cold"),
+        (tmp_path, LIMITS, "cold"),
+    ]
+    for workdir, limits, start in cases:
+        sb = backend.create(workdir, limits)
+        await sb.start()
+        try:
+            assert sb.enforcement.get("start", "cold") == start, (workdir, sb.enforcement)
+            assert (await sb.execute("print(6 * 7)")).text.strip() == "42"
+        finally:
+            await sb.shutdown()
+    assert backend.describe()["start"] == "zygote"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from traitlets import TraitError
 
@@ -32,3 +34,17 @@ def test_bad_backend_settings_are_one_line() -> None:
         CodeAgent(sandbox_backend="gateway", gateway_url="gw:8888").sandbox_backend_of()
     with pytest.raises(TraitError):
         CodeAgent(sandbox_backend="remote")
+
+
+def test_start_zygote_is_local_only(tmp_path: Path) -> None:
+    """A zygote serves the local backend's own kernels: elsewhere ``zygote`` is refused in one
+    line and ``auto`` starts cold; a cold start (the default) has none."""
+    assert CodeAgent().sandbox_backend_of(tmp_path).describe()["start"] == "cold"
+    gateway = {"sandbox_backend": "gateway", "gateway_url": "http://gw:8888"}
+    with pytest.raises(ConfigError, match="start zygote needs the local backend"):
+        CodeAgent(start="zygote", **gateway).sandbox_backend_of(tmp_path)
+    auto = CodeAgent(start="auto", **gateway).sandbox_backend_of(tmp_path)
+    assert isinstance(auto, GatewayBackend)
+    local = CodeAgent(start="zygote").sandbox_backend_of(tmp_path)
+    assert isinstance(local, LocalBackend) and local.describe()["start"] == "zygote"
+    assert local.zygote is not None and local.zygote.process is None  # started at the first fork
