@@ -155,6 +155,8 @@ def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
     tracebacks.install()  # a cell's traceback shows the lines that ran (IPython >= 9.12)
     app = IPKernelApp.instance()
     app.initialize(argv)
+    if "matplotlib.pyplot" in sys.modules:  # a zygote's fork: imported before any shell was
+        app.shell.enable_matplotlib("inline")  # so a figure is shown as PNG, not as text
     overlay.quiet_pip(app.shell)
     if enforcement["cpu"] == "rlimit":
         CPUBudget(limits.cpu_seconds).install(app.shell)

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import zmq
 from jupyter_client import AsyncKernelManager
 from jupyter_client.kernelspec import NoSuchKernel
 
@@ -44,7 +45,14 @@ from .isolation import (
     scrub_env,
 )
 from .ladder import Ladder, cell_result
-from .messages import describe_exit, drain, read_enforcement, reply_status, shell_reply
+from .messages import (
+    describe_exit,
+    drain,
+    read_enforcement,
+    reply_status,
+    shell_reply,
+    wait_ready,
+)
 from .outputs import OutputCollector
 from .overlay import PACKAGES_DIR
 from .paths import PRIVATE_DIR_PREFIX, workspace_problem
@@ -153,9 +161,13 @@ class Sandbox(GuardedKernel, CellRunner):
 
     async def _connect(self) -> None:
         kc = self._km.client()
+        # A kernel binds its sockets a few hundred ms after its start: the client's first
+        # connects fail, and ZeroMQ tries again after 100 ms unless told sooner (backing off).
+        kc.context.setsockopt(zmq.RECONNECT_IVL, 10)
+        kc.context.setsockopt(zmq.RECONNECT_IVL_MAX, 1000)
         kc.start_channels()
         try:
-            await kc.wait_for_ready(timeout=self.startup_timeout)
+            await wait_ready(kc, self.startup_timeout, self._km.is_alive)
         except (RuntimeError, TimeoutError) as e:
             kc.stop_channels()
             refused = self._refusal()

@@ -12,6 +12,7 @@ import json
 import queue
 import signal
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..config import SandboxLimits
@@ -61,6 +62,46 @@ async def shell_reply(kc: Any, msg_id: str, timeout: float) -> dict[str, Any] | 
         if msg["parent_header"].get("msg_id") == msg_id:
             return msg
     return None
+
+
+async def wait_ready(kc: Any, timeout: float, alive: Callable[[], Awaitable[bool]]) -> None:
+    """Return once the kernel has answered ``kernel_info`` on shell and IOPub reaches us.
+
+    jupyter_client's ``wait_for_ready`` ends with 0.2 s of IOPub silence on every start, and
+    polls heartbeats every 0.2 s first for a client no manager made (a zygote's fork): half
+    of a forked kernel's start. Here the proof that IOPub is connected is the ``idle`` status
+    of our own request; older replies and statuses are skipped by their parent's id (what is
+    left in the queues is skipped the same way by every later read). ``RuntimeError`` when the
+    kernel dies or ``timeout`` seconds pass, with jupyter_client's words.
+    """
+    deadline = time.monotonic() + timeout
+    msg_id = kc.kernel_info()
+    while True:
+        reply = await shell_reply(kc, msg_id, 1.0)  # queued until the kernel listens
+        if reply is not None and await _idle_seen(kc, msg_id, 0.05):
+            major = int(reply["content"].get("protocol_version", "5").split(".")[0])
+            if major != 5:  # as jupyter_client adapts to an older kernel
+                kc.session.adapt_version = major
+            return
+        if not await alive():
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"Kernel didn't respond in {timeout:.0f} seconds")
+        msg_id = kc.kernel_info()  # IOPub was not connected yet, or the request was lost
+
+
+async def _idle_seen(kc: Any, msg_id: str, timeout: float) -> bool:
+    """Whether IOPub brought the ``idle`` status of ``msg_id`` within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            msg = await kc.get_iopub_msg(timeout=left)
+        except queue.Empty:
+            return False
+        mine = msg["parent_header"].get("msg_id") == msg_id
+        if mine and msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            return True
+    return False
 
 
 async def drain(kc: Any, msg_id: str, collector: OutputCollector) -> None:

@@ -59,6 +59,7 @@ _KERNEL_MODULES = (
     "matplotlib_inline.backend_inline",
     "sqlite3",
     "psutil",
+    "codeagent_jupyter.sandbox.inner",
 )
 _PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")
 """What bubblewrap makes read-only in /proc; the child's fresh /proc gets the same."""
@@ -77,6 +78,9 @@ def _warm() -> None:
             __import__(name)
         except ImportError:
             continue
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:  # the inline backend, as a cold kernel has it (its MPLBACKEND)
+        pyplot.switch_backend("module://matplotlib_inline.backend_inline")
 
 
 def _cover(root: str, keep: str, held: int) -> None:
@@ -181,10 +185,7 @@ def _become_kernel(request: dict[str, Any]) -> None:
     _reseed()
     os.environ.clear()
     os.environ.update(request["env"])
-    pyplot = sys.modules.get("matplotlib.pyplot")
-    if pyplot is not None:  # the inline backend, as a cold kernel has it (MPLBACKEND)
-        pyplot.switch_backend("module://matplotlib_inline.backend_inline")
-    from .inner import inner
+    from .inner import inner  # imported by _warm
 
     inner(Path(request["connection_file"]), list(request.get("args", [])))
     os._exit(0)

@@ -35,8 +35,10 @@ SOCKET_NAME = "zygote.sock"
 
 def _code_paths() -> list[Path]:
     """``python_paths``, with this package's own folder even when it is the working
-    directory (a checkout installed in editable mode, run from its root)."""
-    paths = python_paths()
+    directory (a checkout installed in editable mode, run from its root); never ``/tmp``
+    itself (a script run from there puts it on ``sys.path``): the zygote's own ``/tmp``
+    must stay its private, writable one."""
+    paths = [p for p in python_paths() if not Path("/tmp").is_relative_to(p)]
     package = Path(__file__).resolve().parents[2]
     if not any(package.is_relative_to(p) for p in paths):
         paths.append(package)

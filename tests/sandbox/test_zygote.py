@@ -66,6 +66,8 @@ async def test_the_pool_hands_out_forks_with_the_stack_preloaded(zygote: Zygote)
         assert "start: zygote" in line and "uid 65534" in line, line
         r = await sb.execute("import sys; print(sys.modules['pandas'].__name__, pd.__name__)")
         assert r.status == "ok" and "pandas pandas" in r.text
+        r = await sb.execute("plt.plot([1, 2]); plt.show()")  # pyplot came before the shell
+        assert any("image/png" in o.get("data", {}) for o in r.outputs), r.outputs
     finally:
         await sb.shutdown()
 
