@@ -12,6 +12,9 @@ the process's spawn, medians of ``--runs`` runs:
 - slack: cell - max(request + delay, ready), what the first cell waits beyond the later
   of the model's reply and the sandbox (target: at most 100 ms).
 
+``--start cold,zygote`` adds a row per start (``codeagent run --start``): a zygote of its
+own for the run, which imports the data stack before its first fork.
+
 ``--before DIR`` adds the same rows for the package in another checkout (e.g. a worktree
 of the commit before a change), run in turn with this one so that a busy machine slows
 both alike.
@@ -57,7 +60,9 @@ class Responder:
             return text("done")
 
 
-async def one_run(package: Path, delay_s: float, srv: ScriptedModelServer) -> dict[str, float]:
+async def one_run(
+    package: Path, delay_s: float, srv: ScriptedModelServer, start: str = "cold"
+) -> dict[str, float]:
     """One ``codeagent run``: the times of its first request, sandbox and cell (s)."""
     responder = Responder(delay_s)
     srv.set_script(responder)
@@ -65,6 +70,7 @@ async def one_run(package: Path, delay_s: float, srv: ScriptedModelServer) -> di
         ws = Path(tmp)
         env = {**os.environ, "OPENAI_API_KEY": "k", "PYTHONPATH": str(package)}
         argv = ["run", "go", "--model", "m", "--base-url", srv.url, "--workdir", str(ws)]
+        argv += ["--start", start] if start != "cold" else []  # a "before" may not know it
         spawned = time.time()
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -97,17 +103,24 @@ def medians(runs: list[dict[str, float]]) -> dict[str, float]:
 
 
 async def first_cell_table(
-    delays: list[float], runs: int, before: Path | None = None, out: Any = None
+    delays: list[float],
+    runs: int,
+    before: Path | None = None,
+    out: Any = None,
+    starts: tuple[str, ...] = ("cold",),
 ) -> dict[str, Any]:
     """Print the Markdown table; returns the medians (and every run) by row."""
-    packages = [("after", ROOT)] + ([("before", before.resolve())] if before else [])
+    packages = [("after", ROOT, start) for start in starts]
+    packages += [("before", before.resolve(), "cold")] if before else []
     results: dict[str, list[dict[str, float]]] = {}
     with ScriptedModelServer() as srv:
         for delay_s in delays:
             for _ in range(runs):
-                for label, package in packages:  # in turn: the machine's load hits both
-                    row = f"{label}, reply after {delay_s:g} s"
-                    results.setdefault(row, []).append(await one_run(package, delay_s, srv))
+                for label, package, start in packages:  # in turn: the load hits each alike
+                    started = f", --start {start}" if len(starts) > 1 else ""
+                    row = f"{label}{started}, reply after {delay_s:g} s"
+                    measured = await one_run(package, delay_s, srv, start)
+                    results.setdefault(row, []).append(measured)
     print(
         f"| codeagent run (median of {runs}) | first request | sandbox ready | first cell "
         "| slack |",
@@ -136,9 +149,13 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs per row")
     parser.add_argument("--before", type=Path, help="another checkout to compare with")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
+    parser.add_argument(
+        "--start", default="cold", help="codeagent run's --start, comma-separated (cold,zygote)"
+    )
     args = parser.parse_args()
     delays = [float(d) for d in args.delays.split(",")]
-    result = await first_cell_table(delays, args.runs, args.before)
+    starts = tuple(args.start.split(","))
+    result = await first_cell_table(delays, args.runs, args.before, starts=starts)
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
 

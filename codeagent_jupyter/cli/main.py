@@ -49,6 +49,7 @@ from .wiring import (
     drive,
     hook_chain,
     install_tool,
+    load_signing,
     make_model,
     prepare_sandbox,
     report,
@@ -102,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "run":
+            from ..models.early import warm_up
+
+            warm_up()  # the first request's HTTP client, while the rest is set up
             return asyncio.run(_run(args))
         if args.command == "resume":
             from . import resume as resume_cli
@@ -163,6 +167,7 @@ async def _run(args: argparse.Namespace) -> int:
         warn(f"codeagent: instructions: {', '.join(applied)}")
     model = make_model(model_name, base_url, api_key, settings)
     prepared = asyncio.ensure_future(asyncio.to_thread(prepare_sandbox, args))
+    signing_loaded = asyncio.ensure_future(load_signing(prepared))
 
     def make() -> Any:
         return make_sandbox(args, workdir, limits, on_egress=network)
@@ -191,7 +196,8 @@ async def _run(args: argparse.Namespace) -> int:
         running = asyncio.ensure_future(drive(loop, [args.prompt]))  # the request leaves
         printer = None
         try:
-            sinks = session_sinks(args, workdir, out, session_id, (await prepared)(), hooks)
+            notary = (await signing_loaded)()
+            sinks = session_sinks(args, workdir, out, session_id, notary, hooks)
             printer, changes = sinks.printer, sinks.changes
             attach_sinks(bus, sinks.all)
             network.attach(bus)

@@ -94,7 +94,7 @@ async def run(args: argparse.Namespace) -> int:
     that (``claim_stdio``), so the kernel, started before the transport, cannot write into
     the protocol's stream either."""
     from ..core.starting import StartingSandbox
-    from .wiring import prepare_sandbox
+    from .wiring import load_signing, prepare_sandbox
 
     workdir = existing_workdir(args.workdir)
     session_id = uuid.uuid4().hex[:12]
@@ -105,6 +105,7 @@ async def run(args: argparse.Namespace) -> int:
     check_tool_flags(args)
     wire_in, wire_out = claim_stdio()
     prepared = asyncio.ensure_future(asyncio.to_thread(prepare_sandbox, args))
+    signing_loaded = asyncio.ensure_future(load_signing(prepared))
 
     def make() -> Any:
         return make_sandbox(args, workdir, limits)
@@ -125,7 +126,7 @@ async def run(args: argparse.Namespace) -> int:
 
         stop = _stop_on_signals()
         sandbox = await starting.ready()
-        sign = signing((await prepared)())  # its key existed before the sandbox: it is hidden
+        sign = signing((await signing_loaded)())  # its key existed before the sandbox
         stdin = anyio.wrap_file(io.TextIOWrapper(wire_in, encoding="utf-8", errors="replace"))
         stdout = anyio.wrap_file(io.TextIOWrapper(wire_out, encoding="utf-8"))
         async with stdio_server(stdin, stdout) as (read, write):

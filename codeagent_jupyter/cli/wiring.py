@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -192,21 +193,34 @@ def attach_sinks(bus: Any, sinks: Sequence[EventSink]) -> None:
         bus.subscribe(sink.emit)
 
 
-def prepare_sandbox(args: argparse.Namespace) -> Any:
+def prepare_sandbox(args: argparse.Namespace) -> None:
     """What a sandbox's start needs first, done in a thread while the first model request
-    leaves: the CLI's notary (its key made now if new, so that the sandbox hides it; what
-    makes the notary is returned, to be called on the signing thread: a SQLite connection
-    serves only the thread that opened it) and the import of the sandbox backend's module
-    (jupyter_client and ZMQ for a local kernel), after which making the sandbox takes no
-    time."""
-    from ..record.notary import cli_notary
+    leaves: the CLI's signing secret (made now if new, so that the sandbox hides it) and the
+    import of the sandbox backend's module (jupyter_client and ZMQ for a local kernel),
+    after which making the sandbox takes no time."""
+    from ..record.notary import ensure_cli_secret
 
-    made = cli_notary()  # the key exists before the sandbox starts, so the sandbox hides it
-    if made is not None:
-        made.close()  # its SQLite connection works only in this thread
+    ensure_cli_secret()
     backend = ".gateway" if getattr(args, "gateway_url", "") else ".kernel"
     importlib.import_module(backend, "codeagent_jupyter.sandbox")
-    return cli_notary  # made again on the caller's thread, which signs every save
+
+
+async def load_signing(prepared: Awaitable[None]) -> Callable[[], Any]:
+    """Once the sandbox's start has what it needs (``prepared``), import what signs and
+    records a session (nbformat: up to a second and a half here) in a thread, off the start
+    path; returns ``cli_notary``, to be called on the signing thread (a SQLite connection
+    serves only the thread that opened it). A failed ``prepared`` is the sandbox's start's
+    to report, not this."""
+    with contextlib.suppress(Exception):
+        await prepared
+
+    def load() -> Callable[[], Any]:
+        from ..record import recorder  # noqa: F401  (nbformat, for the first save)
+        from ..record.notary import cli_notary
+
+        return cli_notary
+
+    return await asyncio.to_thread(load)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import importlib
 import logging
 import threading
 from collections.abc import Callable
@@ -20,6 +21,18 @@ from typing import Any
 from .chat import ChatModel, Reply, Transport
 
 log = logging.getLogger(__name__)
+
+
+def warm_up() -> None:
+    """Start importing the HTTP client now, in a daemon thread: the CLI calls this first
+    thing, so the import overlaps the CLI's own set-up instead of following it (the
+    transport's thread then finds it imported, or waits on the import lock)."""
+    threading.Thread(
+        target=importlib.import_module,
+        args=("codeagent_jupyter.models.http_chat",),
+        name="codeagent-http-import",
+        daemon=True,
+    ).start()
 
 
 class EarlyTransport:

@@ -12,13 +12,12 @@ the user's Jupyter data directory (``cli_notary``), so neither accepts the other
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sqlite3
 from pathlib import Path
 from typing import Any
-
-from nbformat.sign import NotebookNotary
 
 SECRET_FILE = "signing_secret"
 DB_FILE = "signatures.db"
@@ -31,6 +30,8 @@ class Notary:
         """``durable=False``: commits are not flushed to disk (SQLite ``synchronous=OFF``),
         which takes a save's signing from tens of milliseconds to well under one; a power
         loss may then lose the last signatures (those notebooks read as unsigned)."""
+        from nbformat.sign import NotebookNotary
+
         state_dir.mkdir(parents=True, exist_ok=True)
         os.chmod(state_dir, 0o700)  # the secret is written before the notary can chmod it
         # No parent: a Jupyter config's own NotebookNotary settings (often an in-memory
@@ -91,15 +92,37 @@ class Notary:
         self.notary.close()
 
 
+def cli_state_dir() -> Path:
+    """Where the CLI's secret and signatures live (the server's are elsewhere)."""
+    from jupyter_core.paths import jupyter_data_dir
+
+    return Path(jupyter_data_dir()) / "codeagent" / "cli"
+
+
+def ensure_cli_secret() -> None:
+    """Make the CLI's signing secret now if it is new, without importing nbformat (up to a
+    second and a half here, all of it on the sandbox's start path otherwise): it must exist
+    before a sandbox starts, so that the sandbox hides it. ``NotebookNotary`` reads any
+    bytes as its key; these are the form it writes itself. Where the folder cannot be made
+    nothing happens (sessions then stay unsigned, as ``cli_notary`` says)."""
+    folder = cli_state_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.chmod(folder, 0o700)
+        fd = os.open(folder / SECRET_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError:  # there already, or no folder to make it in
+        return
+    with os.fdopen(fd, "wb") as f:
+        f.write(base64.encodebytes(os.urandom(1024)))
+
+
 def cli_notary() -> Notary | None:
     """The CLI's notary, in ``<Jupyter data dir>/codeagent/cli`` (the server's is apart);
     None where that folder cannot be made (a read-only home): sessions stay unsigned.
 
     Not durable: the CLI signs every step's save, and a lost signature costs only a warning
     on the next resume, where the server's would cost a session after a restart."""
-    from jupyter_core.paths import jupyter_data_dir
-
     try:
-        return Notary(Path(jupyter_data_dir()) / "codeagent" / "cli", durable=False)
+        return Notary(cli_state_dir(), durable=False)
     except (OSError, sqlite3.Error):
         return None
