@@ -167,7 +167,6 @@ async def _run(args: argparse.Namespace) -> int:
         warn(f"codeagent: instructions: {', '.join(applied)}")
     model = make_model(model_name, base_url, api_key, settings)
     prepared = asyncio.ensure_future(asyncio.to_thread(prepare_sandbox, args))
-    signing_loaded = asyncio.ensure_future(load_signing(prepared))
 
     def make() -> Any:
         return make_sandbox(args, workdir, limits, on_egress=network)
@@ -179,6 +178,7 @@ async def _run(args: argparse.Namespace) -> int:
     starting = StartingSandbox(
         make=make, on_ready=ready, before=prepared, workdir=workdir, limits=limits
     )
+    signing_loaded = asyncio.ensure_future(load_signing(starting.launched()))
     async with starting as sandbox, mcp_tools(args) as session.mcp:
         bus = EventBus(keep=True)  # keeps what comes before the sinks are attached
         context = build_context(workdir, notebook)

@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import contextlib
 import fcntl
+import importlib
 import io
 import os
 import signal
@@ -94,7 +95,7 @@ async def run(args: argparse.Namespace) -> int:
     that (``claim_stdio``), so the kernel, started before the transport, cannot write into
     the protocol's stream either."""
     from ..core.starting import StartingSandbox
-    from .wiring import load_signing, prepare_sandbox
+    from .wiring import prepare_sandbox
 
     workdir = existing_workdir(args.workdir)
     session_id = uuid.uuid4().hex[:12]
@@ -105,7 +106,6 @@ async def run(args: argparse.Namespace) -> int:
     check_tool_flags(args)
     wire_in, wire_out = claim_stdio()
     prepared = asyncio.ensure_future(asyncio.to_thread(prepare_sandbox, args))
-    signing_loaded = asyncio.ensure_future(load_signing(prepared))
 
     def make() -> Any:
         return make_sandbox(args, workdir, limits)
@@ -114,19 +114,24 @@ async def run(args: argparse.Namespace) -> int:
         make=make, on_ready=announce, before=prepared, workdir=workdir, limits=limits
     )
     async with starting:
+        # The SDK's import (and nbformat's) in a thread once the kernel is launched: done
+        # here before, on the loop's thread, they held the launch up until they were done.
+        await starting.launched()
+        await asyncio.to_thread(_load_server)
         import anyio
         from mcp.server.stdio import stdio_server
 
         from ..core.bus import EventBus
         from ..mcp.server import build_server, instructions
         from ..mcp.session import SAVE_DELAY_S, ToolSession, sandbox_tools
+        from ..record.notary import cli_notary
         from ..record.recorder import NotebookRecorder
         from ..sandbox import report
         from .trust import signing
 
         stop = _stop_on_signals()
         sandbox = await starting.ready()
-        sign = signing((await signing_loaded)())  # its key existed before the sandbox
+        sign = signing(cli_notary())  # its key existed before the sandbox: it is hidden
         stdin = anyio.wrap_file(io.TextIOWrapper(wire_in, encoding="utf-8", errors="replace"))
         stdout = anyio.wrap_file(io.TextIOWrapper(wire_out, encoding="utf-8"))
         async with stdio_server(stdin, stdout) as (read, write):
@@ -170,6 +175,21 @@ async def run(args: argparse.Namespace) -> int:
                     await hooks.end({})
     warn(f"Session: {out}")
     return 0
+
+
+SERVING_MODULES = (
+    "anyio",
+    "mcp.server.stdio",  # the MCP SDK: about a second
+    "codeagent_jupyter.mcp.server",
+    "codeagent_jupyter.mcp.session",
+    "codeagent_jupyter.record.recorder",  # nbformat
+)
+
+
+def _load_server() -> None:
+    """What serving imports, loaded ahead in a thread (see ``run``)."""
+    for name in SERVING_MODULES:
+        importlib.import_module(name)
 
 
 def claim_stdio() -> tuple[BinaryIO, BinaryIO]:

@@ -205,14 +205,14 @@ def prepare_sandbox(args: argparse.Namespace) -> None:
     importlib.import_module(backend, "codeagent_jupyter.sandbox")
 
 
-async def load_signing(prepared: Awaitable[None]) -> Callable[[], Any]:
-    """Once the sandbox's start has what it needs (``prepared``), import what signs and
-    records a session (nbformat: up to a second and a half here) in a thread, off the start
-    path; returns ``cli_notary``, to be called on the signing thread (a SQLite connection
-    serves only the thread that opened it). A failed ``prepared`` is the sandbox's start's
-    to report, not this."""
+async def load_signing(launched: Awaitable[None]) -> Callable[[], Any]:
+    """Once the sandbox's kernel is launched (``launched``), import what signs and records a
+    session (nbformat: up to a second and a half without compiled bytecode) in a thread, off
+    the start path; returns ``cli_notary``, to be called on the signing thread (a SQLite
+    connection serves only the thread that opened it). A failed start is the start's to
+    report, not this."""
     with contextlib.suppress(Exception):
-        await prepared
+        await launched
 
     def load() -> Callable[[], Any]:
         from ..record import recorder  # noqa: F401  (nbformat, for the first save)

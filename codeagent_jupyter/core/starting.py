@@ -73,6 +73,20 @@ class StartingSandbox:
         """The kernel is up (``ready()`` returns at once)."""
         return self._task.done() and not self._task.cancelled() and not self._task.exception()
 
+    async def launched(self) -> None:
+        """Return once the kernel's process is launched, or its start has ended either way
+        (a sandbox that says nothing of its launch: once it is ready). What loads after
+        this no longer competes with the launch for the interpreter."""
+        while self.sandbox is None and not self._task.done():
+            await asyncio.sleep(0.005)  # ``before`` still running, or not yet made
+        event = getattr(self.sandbox, "launched", None)
+        waiters: set[asyncio.Future[Any]] = {self._task}
+        if isinstance(event, asyncio.Event):
+            waiters.add(asyncio.ensure_future(event.wait()))
+        _, pending = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for waiter in pending - {self._task}:
+            waiter.cancel()
+
     async def ready(self) -> Any:
         """The started sandbox; raises the start's error if it failed."""
         return await asyncio.shield(self._task)

@@ -109,6 +109,9 @@ class Sandbox(GuardedKernel, CellRunner):
                 egress or EgressPolicy(), report, approve_egress, egress_bodies, egress_replay
             )
         self.enforcement: dict[str, Any] = {}
+        self.launched = asyncio.Event()
+        """Set once the kernel's process is launched (before it answers): what waits only
+        for the launch, not the start (``StartingSandbox.launched``)."""
         self._km: Any = None
         self._kc: Any = None
         self._lock = asyncio.Lock()
@@ -152,6 +155,7 @@ class Sandbox(GuardedKernel, CellRunner):
             await self._close_egress()
             raise SandboxError(f"sandbox kernel failed to start: {e}") from e
         self._km = km
+        self.launched.set()
         try:
             await self._connect()
         except BaseException:
