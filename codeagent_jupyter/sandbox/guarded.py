@@ -76,6 +76,9 @@ class GuardedKernel:
     def _over(self, over: OverBudget) -> None:
         """In the guard's thread: the budget is passed, so nothing of the sandbox may run."""
         km = self._km
+        stop_now = getattr(km, "stop_now", None)
+        if stop_now is not None:  # a zygote's fork: no launcher of ours to kill
+            stop_now()
         process = getattr(getattr(km, "provisioner", None), "process", None)
         namespace = self.enforcement.get("pid") in ("bwrap", "unshare")
         pid, kernel_id = getattr(process, "pid", None), getattr(km, "kernel_id", None)

@@ -60,7 +60,7 @@ def _scan(pid: int) -> list[int]:
     return found
 
 
-def _started(pid: int) -> str | None:
+def started_at(pid: int) -> str | None:
     """When process ``pid`` started (``/proc/PID/stat`` field 22): with the pid, who it is."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
@@ -76,7 +76,7 @@ def groups(pid: int) -> dict[int, str]:
     for member in [pid, *descendants(pid)]:
         with contextlib.suppress(OSError):
             pgid = os.getpgid(member)
-            started = _started(pgid)
+            started = started_at(pgid)
             if pgid != os.getpgrp() and started is not None:
                 found[pgid] = started
     return found
@@ -96,7 +96,7 @@ def kill_sandbox(
     With a ``pid_namespace`` the launcher goes next (its namespace dies with it); without
     one its descendants are listed before it dies, while they are still below it."""
     for pgid, started in (pgids or {}).items():
-        if _started(pgid) == started:
+        if started_at(pgid) == started:
             with contextlib.suppress(OSError):
                 os.killpg(pgid, signal.SIGKILL)
     if pid is not None and pid_namespace:

@@ -10,8 +10,12 @@ here, so the caller falls back to the cold start rather than running with less.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import shutil
+import signal
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -21,7 +25,11 @@ from jupyter_client import AsyncKernelClient
 from ..config import SandboxLimits
 from . import cgroup
 from .isolation import EGRESS_ENV, LIMITS_ENV
+from .stop import started_at
 from .zygote_host import Zygote
+
+STOP_WAIT_S = 30.0
+"""Longest wait, after ``stop_now``'s signal, for the fork to be gone (as ``guarded``)."""
 
 
 def unserved(limits: SandboxLimits) -> str | None:
@@ -51,6 +59,8 @@ class ZygoteKernelManager:
         self.kernel_id = str(uuid.uuid4())
         self.connection_file = ""
         self.pid: int | None = None
+        self._group: tuple[int, str] | None = None
+        """The fork's process group on the host (its pgid and its leader's start time)."""
         self._workspace: Path | None = None
         self._limits = SandboxLimits()
         self._args: list[str] = []
@@ -76,6 +86,25 @@ class ZygoteKernelManager:
             self._workspace, self._limits, self._args, self.kernel_id
         )
         self.connection_file = str(connection_file)
+        host = self.zygote.host_pid(self.pid)  # the fork called setsid: it leads its group
+        started = started_at(host) if host is not None else None
+        self._group = (host, started) if host is not None and started is not None else None
+
+    def stop_now(self) -> None:
+        """SIGKILL every process of this sandbox from the host, at once (the disk guard's
+        thread calls it): the fork's process group holds the first process of its pid
+        namespace, whose death ends the rest, detached writers included. Where no cgroup
+        can be made (an unprivileged user) nothing else reaches a fork."""
+        if self._group is None:
+            return
+        pgid, started = self._group
+        if started_at(pgid) != started:  # gone already, and the number may be another's
+            return
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGKILL)
+        deadline = time.monotonic() + STOP_WAIT_S
+        while started_at(pgid) == started and time.monotonic() < deadline:
+            time.sleep(0.01)  # gone before the next call asks whether the kernel is alive
 
     def client(self) -> AsyncKernelClient:
         """A client on this kernel's connection file."""
@@ -105,6 +134,7 @@ class ZygoteKernelManager:
 
     def _stop(self) -> None:
         """End the kernel's pid namespace, its cgroup and its kernel folder."""
+        self._group = None
         if self.pid is not None:
             self.zygote.kill(self.pid)
             self.pid = None

@@ -21,10 +21,14 @@ from pathlib import Path
 from textwrap import dedent
 from typing import Any
 
+import pytest
+
 from codeagent_jupyter.config import AgentConfig
 from codeagent_jupyter.core.loop import AgentLoop
 from codeagent_jupyter.models.openai_chat import OpenAIChatModel
-from codeagent_jupyter.sandbox import Sandbox, SandboxLimits
+from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, bubblewrap
+from codeagent_jupyter.sandbox.zygote_host import Zygote, ZygoteUnavailable
+from codeagent_jupyter.sandbox.zygote_manager import manager_class
 from codeagent_jupyter.tools import ToolBox
 from tests.cli.test_cli import codeagent
 from tests.scripted_model import delay, text, tool_calls
@@ -194,10 +198,36 @@ def test_helpers_copies_back_stay_within_the_parents_budget(
     assert _apparent(ws) <= 16 * MIB  # 6 + 8 copied; the second 8 stayed behind
 
 
-async def test_a_cell_that_crosses_the_budget_stops_the_sandbox(tmp_path: Path) -> None:
+@pytest.mark.parametrize("start", ["cold", "zygote"])
+async def test_a_cell_that_crosses_the_budget_stops_the_sandbox(tmp_path: Path, start: str) -> None:
     """The sandbox's processes are stopped at once (the kernel's threads and children could
-    go on writing through an interrupt); the cell ends with the budget as its reason."""
+    go on writing through an interrupt); the cell ends with the budget as its reason. A
+    zygote's fork too, where no cgroup reaches it (an unprivileged user): the host kills
+    its process group, which holds the first process of its pid namespace."""
     limits = SandboxLimits(disk_mb=16, cell_timeout=120, memory_mb=1024)
+    options: dict[str, Any] = {"allow_unconfined": True}
+    zygote = None
+    if start == "zygote":
+        if bubblewrap.find() is None:
+            pytest.skip("bubblewrap is not installed")
+        zygote = Zygote(tmp_path)
+        try:
+            zygote.start()
+        except ZygoteUnavailable as e:  # refused in one line: nothing to test
+            pytest.skip(str(e))
+        options = {"kernel_manager_class": manager_class(zygote)}
+        tmp_path = tmp_path / "ws"
+        tmp_path.mkdir()
+    try:
+        await _crosses_and_recovers(tmp_path, limits, options)
+    finally:
+        if zygote is not None:
+            zygote.close()
+
+
+async def _crosses_and_recovers(
+    tmp_path: Path, limits: SandboxLimits, options: dict[str, Any]
+) -> None:
     grow = dedent(
         """
         with open("sparse.bin", "wb") as f:
@@ -208,7 +238,7 @@ async def test_a_cell_that_crosses_the_budget_stops_the_sandbox(tmp_path: Path) 
         print("survived")
         """
     )
-    async with Sandbox(workdir=tmp_path, limits=limits, allow_unconfined=True) as sb:
+    async with Sandbox(workdir=tmp_path, limits=limits, **options) as sb:
         assert (await sb.execute("x = 41")).status == "ok"
         r = await sb.execute(grow)
         assert r.status == "error" and r.duration_s < 60
