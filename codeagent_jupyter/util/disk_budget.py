@@ -66,10 +66,14 @@ def _over_mib(used_bytes: int, budget_mb: int) -> str:
     """``used_bytes`` in MiB, whole where that still reads as more than the budget.
 
     A run stopped mid-write may be just over (2.1 MiB of 2): "2 MiB used" would read as
-    within the budget, so the figure keeps a decimal until whole MiB tell the two apart.
+    within the budget, so the figure keeps as many decimals as it takes to tell the two
+    apart (a writer stopped within a few KiB of 16 MiB reads "16.004", not "16.0").
     """
-    whole = f"{used_bytes / MIB:.0f}"
-    return whole if int(whole) > budget_mb else f"{used_bytes / MIB:.1f}"
+    for places in range(7):
+        shown = f"{used_bytes / MIB:.{places}f}"
+        if float(shown) > budget_mb:
+            return shown
+    return shown
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -216,3 +217,39 @@ async def test_a_folder_the_host_cannot_list_counts_as_over_budget(tmp_path: Pat
     why = "counted as exceeded: a folder could not be measured (Permission denied)"
     assert first.status == "error" and first.over_budget is not None, first.note
     assert why in first.note, first.note  # 8 MiB of 16, but what else is in there?
+
+
+async def test_a_detached_writer_in_a_zygote_fork_is_killed(tmp_path: Path) -> None:
+    """The same writer in a zygote's fork: no launcher of ours heads it, and an unprivileged
+    user has no cgroup, so the guard kills the fork's process group from the host (the
+    first process of its pid namespace is in it). Its figure reads as past the budget."""
+    from codeagent_jupyter.sandbox import bubblewrap
+    from codeagent_jupyter.sandbox.zygote_host import Zygote, ZygoteUnavailable
+    from codeagent_jupyter.sandbox.zygote_manager import manager_class
+
+    if bubblewrap.find() is None:
+        pytest.skip("bubblewrap is not installed")
+    zygote = Zygote(tmp_path)
+    try:
+        zygote.start()
+    except ZygoteUnavailable as e:  # refused in one line: nothing to test
+        pytest.skip(str(e))
+    work = tmp_path / "work"
+    work.mkdir()
+    try:
+        manager = manager_class(zygote)
+        async with Sandbox(workdir=work, limits=LIMITS, kernel_manager_class=manager) as sb:
+            assert "detached" in (await sb.execute(DETACHED)).text
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and _size(work / "grow.bin") < BUDGET_MB * MIB:
+                await asyncio.sleep(0.2)
+            await asyncio.sleep(3)  # past its 160 MiB if it were still writing
+            grown = _size(work / "grow.bin")
+            assert (BUDGET_MB - 1) * MIB <= grown <= (BUDGET_MB + BOUND_MB) * MIB, grown / MIB
+            assert not (work / "heartbeat").exists()  # it never got past its writes
+            r = await sb.execute("print('ran')")
+            assert r.status == "error" and "ran" not in r.text
+            used = re.search(r"budget of 16 MiB exceeded \(([\d.]+) MiB used\)", r.note)
+            assert used is not None and float(used.group(1)) > BUDGET_MB, r.note
+    finally:
+        zygote.close()
