@@ -53,15 +53,29 @@ def describe_exit(returncode: int | None, limits: SandboxLimits) -> str:
 
 async def shell_reply(kc: Any, msg_id: str, timeout: float) -> dict[str, Any] | None:
     """The shell reply to ``msg_id``, or None when none came within ``timeout`` seconds."""
+    return await _first(kc.get_shell_msg, lambda msg: _parent(msg) == msg_id, timeout)
+
+
+async def _first(
+    get: Callable[..., Awaitable[dict[str, Any]]],
+    match: Callable[[dict[str, Any]], bool],
+    timeout: float,
+) -> dict[str, Any] | None:
+    """The first message from ``get`` (a channel's) that ``match``es, the others skipped;
+    None when none came within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while (left := deadline - time.monotonic()) > 0:
         try:
-            msg = await kc.get_shell_msg(timeout=left)
+            msg = await get(timeout=left)
         except queue.Empty:
             return None
-        if msg["parent_header"].get("msg_id") == msg_id:
+        if match(msg):
             return msg
     return None
+
+
+def _parent(msg: dict[str, Any]) -> Any:
+    return msg["parent_header"].get("msg_id")
 
 
 async def wait_ready(kc: Any, timeout: float, alive: Callable[[], Awaitable[bool]]) -> None:
@@ -92,16 +106,12 @@ async def wait_ready(kc: Any, timeout: float, alive: Callable[[], Awaitable[bool
 
 async def _idle_seen(kc: Any, msg_id: str, timeout: float) -> bool:
     """Whether IOPub brought the ``idle`` status of ``msg_id`` within ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while (left := deadline - time.monotonic()) > 0:
-        try:
-            msg = await kc.get_iopub_msg(timeout=left)
-        except queue.Empty:
-            return False
-        mine = msg["parent_header"].get("msg_id") == msg_id
-        if mine and msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            return True
-    return False
+
+    def idle(msg: dict[str, Any]) -> bool:
+        status = msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle"
+        return status and _parent(msg) == msg_id
+
+    return await _first(kc.get_iopub_msg, idle, timeout) is not None
 
 
 async def drain(kc: Any, msg_id: str, collector: OutputCollector) -> None:

@@ -15,29 +15,23 @@ from pathlib import Path
 import pytest
 
 from codeagent_jupyter.errors import SandboxError
-from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, SandboxPool, bubblewrap, report
+from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, SandboxPool, report
 from codeagent_jupyter.sandbox.backend import LocalBackend
 from codeagent_jupyter.sandbox.isolation import REFUSED_FILE
-from codeagent_jupyter.sandbox.zygote_host import Zygote, ZygoteUnavailable
+from codeagent_jupyter.sandbox.zygote_host import Zygote
 from codeagent_jupyter.sandbox.zygote_manager import manager_class
+from tests.zygotes import running_zygote
 
 LIMITS = SandboxLimits(memory_mb=768, cell_timeout=60)
 
 
 @pytest.fixture(scope="module")
 def zygote() -> Iterator[Zygote]:
-    if bubblewrap.find() is None:
-        pytest.skip("bubblewrap is not installed")
     root = Path(tempfile.mkdtemp(prefix="codeagent-zygote-test-"))
-    made = Zygote(root)
     try:
-        made.start()
-    except ZygoteUnavailable as e:  # refused in one line: nothing to test
-        pytest.skip(str(e))
-    try:
-        yield made
+        with running_zygote(root) as made:
+            yield made
     finally:
-        made.close()
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -164,34 +158,26 @@ async def test_a_python_environment_below_tmp_stays_visible(
 ) -> None:
     """A checkout or environment below /tmp (a CI clone) is bound into the zygote; each
     fork's fresh /tmp must bind it back, read-only, or its kernel cannot even import."""
-    if bubblewrap.find() is None:
-        pytest.skip("bubblewrap is not installed")
     probe = Path(tempfile.mkdtemp(prefix="codeagent-probe-", dir="/tmp"))
     (probe / "codeagent_probe.py").write_text("ANSWER = 42\n")
     (probe / "codeagent_probe.py").chmod(0o666)  # only the mount may refuse a write
     monkeypatch.syspath_prepend(str(probe))  # so python_paths() binds it into the zygote
     root = Path(tempfile.mkdtemp(prefix="codeagent-zygote-test-"))
-    made = Zygote(root)
     try:
-        try:
-            made.start()
-        except ZygoteUnavailable as e:
-            pytest.skip(str(e))
-        sb = Sandbox(workdir=_workspace(made, "tmp"), limits=LIMITS,
-                     kernel_manager_class=manager_class(made))  # fmt: skip
-        await sb.start()
-        try:
-            path = str(probe / "codeagent_probe.py")
-            r = await sb.execute(
-                f"print(open({path!r}).read().strip())\n"
-                f"try:\n    open({path!r}, 'a')\nexcept OSError as e:\n    print(type(e).__name__)"
-            )
+        with running_zygote(root) as made:
+            manager = manager_class(made)
+            async with Sandbox(
+                workdir=_workspace(made, "tmp"), limits=LIMITS, kernel_manager_class=manager
+            ) as sb:
+                path = str(probe / "codeagent_probe.py")
+                r = await sb.execute(
+                    f"print(open({path!r}).read().strip())\n"
+                    f"try:\n    open({path!r}, 'a')\nexcept OSError as e:\n"
+                    "    print(type(e).__name__)"
+                )
             assert r.status == "ok" and "ANSWER = 42" in r.text, r.text
             assert "OSError" in r.text, r.text  # EROFS: no subclass
-        finally:
-            await sb.shutdown()
     finally:
-        made.close()
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(probe, ignore_errors=True)
 

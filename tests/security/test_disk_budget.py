@@ -26,12 +26,12 @@ import pytest
 from codeagent_jupyter.config import AgentConfig
 from codeagent_jupyter.core.loop import AgentLoop
 from codeagent_jupyter.models.openai_chat import OpenAIChatModel
-from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, bubblewrap
-from codeagent_jupyter.sandbox.zygote_host import Zygote, ZygoteUnavailable
+from codeagent_jupyter.sandbox import Sandbox, SandboxLimits
 from codeagent_jupyter.sandbox.zygote_manager import manager_class
 from codeagent_jupyter.tools import ToolBox
 from tests.cli.test_cli import codeagent
 from tests.scripted_model import delay, text, tool_calls
+from tests.zygotes import running_zygote
 
 MIB = 1 << 20
 SPARSE = dedent(
@@ -205,24 +205,14 @@ async def test_a_cell_that_crosses_the_budget_stops_the_sandbox(tmp_path: Path, 
     zygote's fork too, where no cgroup reaches it (an unprivileged user): the host kills
     its process group, which holds the first process of its pid namespace."""
     limits = SandboxLimits(disk_mb=16, cell_timeout=120, memory_mb=1024)
-    options: dict[str, Any] = {"allow_unconfined": True}
-    zygote = None
-    if start == "zygote":
-        if bubblewrap.find() is None:
-            pytest.skip("bubblewrap is not installed")
-        zygote = Zygote(tmp_path)
-        try:
-            zygote.start()
-        except ZygoteUnavailable as e:  # refused in one line: nothing to test
-            pytest.skip(str(e))
+    if start == "cold":
+        await _crosses_and_recovers(tmp_path, limits, {"allow_unconfined": True})
+        return
+    with running_zygote(tmp_path) as zygote:
+        workspace = tmp_path / "ws"
+        workspace.mkdir()
         options = {"kernel_manager_class": manager_class(zygote)}
-        tmp_path = tmp_path / "ws"
-        tmp_path.mkdir()
-    try:
-        await _crosses_and_recovers(tmp_path, limits, options)
-    finally:
-        if zygote is not None:
-            zygote.close()
+        await _crosses_and_recovers(workspace, limits, options)
 
 
 async def _crosses_and_recovers(

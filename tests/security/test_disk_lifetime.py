@@ -35,6 +35,8 @@ from textwrap import dedent
 import pytest
 
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits
+from codeagent_jupyter.sandbox.zygote_manager import manager_class
+from tests.zygotes import running_zygote
 
 MIB = 1 << 20
 BUDGET_MB = 16
@@ -93,6 +95,20 @@ def _in_pid_namespace_or_cgroup(sb: Sandbox) -> bool:
     return sb.enforcement.get("pid") != "none" or sb.enforcement.get("processes") == "cgroup"
 
 
+async def _writer_was_stopped(work: Path) -> None:
+    """No call runs now: the ``DETACHED`` writer wakes up, writes, and is killed on the way,
+    within the overshoot bound, before its heartbeat; and it writes no more."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and _size(work / "grow.bin") < BUDGET_MB * MIB:
+        await asyncio.sleep(0.2)
+    await asyncio.sleep(3)  # past its 160 MiB if it were still writing
+    grown = _size(work / "grow.bin")
+    assert (BUDGET_MB - 1) * MIB <= grown <= (BUDGET_MB + BOUND_MB) * MIB, grown / MIB
+    assert not (work / "heartbeat").exists()  # it never got past its writes
+    await asyncio.sleep(1)
+    assert _size(work / "grow.bin") == grown  # and it writes no more
+
+
 async def test_a_detached_writer_between_calls_is_killed_under_mcp(tmp_path: Path) -> None:
     mcp = pytest.importorskip("mcp", reason="the mcp extra is not installed")
     work, out = tmp_path / "work", tmp_path / "session.ipynb"
@@ -108,16 +124,7 @@ async def test_a_detached_writer_between_calls_is_killed_under_mcp(tmp_path: Pat
             pytest.skip("no pid namespace and no cgroup here: a detached process is out of reach")
         started = await client.call_tool("run_cell", {"code": DETACHED})
         assert "detached" in started.content[0].text
-        # No call runs now: the writer wakes up, writes, and is killed on the way.
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and _size(work / "grow.bin") < BUDGET_MB * MIB:
-            await asyncio.sleep(0.2)
-        await asyncio.sleep(3)  # past its 160 MiB if it were still writing
-        grown = _size(work / "grow.bin")
-        assert (BUDGET_MB - 1) * MIB <= grown <= (BUDGET_MB + BOUND_MB) * MIB, grown / MIB
-        assert not (work / "heartbeat").exists()  # it never got past its writes
-        await asyncio.sleep(1)
-        assert _size(work / "grow.bin") == grown  # and it writes no more
+        await _writer_was_stopped(work)
         after = await client.call_tool("run_cell", {"code": "print('ran')"})
         said = after.content[0].text
         assert "workspace disk budget of 16 MiB exceeded" in said, said
@@ -223,33 +230,14 @@ async def test_a_detached_writer_in_a_zygote_fork_is_killed(tmp_path: Path) -> N
     """The same writer in a zygote's fork: no launcher of ours heads it, and an unprivileged
     user has no cgroup, so the guard kills the fork's process group from the host (the
     first process of its pid namespace is in it). Its figure reads as past the budget."""
-    from codeagent_jupyter.sandbox import bubblewrap
-    from codeagent_jupyter.sandbox.zygote_host import Zygote, ZygoteUnavailable
-    from codeagent_jupyter.sandbox.zygote_manager import manager_class
-
-    if bubblewrap.find() is None:
-        pytest.skip("bubblewrap is not installed")
-    zygote = Zygote(tmp_path)
-    try:
-        zygote.start()
-    except ZygoteUnavailable as e:  # refused in one line: nothing to test
-        pytest.skip(str(e))
-    work = tmp_path / "work"
-    work.mkdir()
-    try:
+    with running_zygote(tmp_path) as zygote:
+        work = tmp_path / "work"
+        work.mkdir()
         manager = manager_class(zygote)
         async with Sandbox(workdir=work, limits=LIMITS, kernel_manager_class=manager) as sb:
             assert "detached" in (await sb.execute(DETACHED)).text
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and _size(work / "grow.bin") < BUDGET_MB * MIB:
-                await asyncio.sleep(0.2)
-            await asyncio.sleep(3)  # past its 160 MiB if it were still writing
-            grown = _size(work / "grow.bin")
-            assert (BUDGET_MB - 1) * MIB <= grown <= (BUDGET_MB + BOUND_MB) * MIB, grown / MIB
-            assert not (work / "heartbeat").exists()  # it never got past its writes
+            await _writer_was_stopped(work)
             r = await sb.execute("print('ran')")
-            assert r.status == "error" and "ran" not in r.text
-            used = re.search(r"budget of 16 MiB exceeded \(([\d.]+) MiB used\)", r.note)
-            assert used is not None and float(used.group(1)) > BUDGET_MB, r.note
-    finally:
-        zygote.close()
+        assert r.status == "error" and "ran" not in r.text
+        used = re.search(r"budget of 16 MiB exceeded \(([\d.]+) MiB used\)", r.note)
+        assert used is not None and float(used.group(1)) > BUDGET_MB, r.note

@@ -23,8 +23,9 @@ import pytest
 import pytest_asyncio
 
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, bubblewrap, cgroup
-from codeagent_jupyter.sandbox.zygote_host import Zygote, ZygoteUnavailable
+from codeagent_jupyter.sandbox.zygote_host import Zygote
 from codeagent_jupyter.sandbox.zygote_manager import manager_class
+from tests.zygotes import running_zygote
 
 SMALL = SandboxLimits(memory_mb=768, cell_timeout=60, file_size_mb=8, max_processes=32)
 STARTS = ["cold", "zygote"]
@@ -49,17 +50,8 @@ def root() -> Iterator[Path]:
 @pytest.fixture(scope="module")
 def zygote(root: Path) -> Iterator[Zygote]:
     """One zygote for the module's forked sandboxes, serving the workspaces under ``root``."""
-    if bubblewrap.find() is None:
-        pytest.skip("bubblewrap is not installed")
-    made = Zygote(root)
-    try:
-        made.start()
-    except ZygoteUnavailable as e:  # refused in one line: nothing to test
-        pytest.skip(str(e))
-    try:
+    with running_zygote(root) as made:
         yield made
-    finally:
-        made.close()
 
 
 async def _start(root: Path, name: str, zygote: Zygote | None) -> Sandbox:
