@@ -4,7 +4,12 @@ Two real sandboxes on this machine, one with ``--network host`` (direct) and one
 ``--network policy`` (through the forwarder on its loopback and the broker outside), fetch
 from the same HTTP server on loopback: 100 small GETs (about 60 bytes each, timed one by
 one) and a 1 MiB GET (repeated ``--big`` times), timed inside the sandbox with the same
-urllib code; the server runs in a process of its own. Then the broker's memory:
+urllib code; the server runs in a process of its own. Then the broker alone: a client
+process on the host times the same GETs straight to the origin, on the broker's unix socket,
+and on the unix sockets of two bare relays (each a process of its own, a thread a connection
+copying the response back with ``recv``/``sendall``, no policy; one also takes a sha256 of
+each chunk, as the broker's records need), in turn for each request. The bare relays are the
+ceiling for any relay one process hop away on this machine. Then the broker's memory:
 ``--brokers`` brokers (16 by default) started in this process as 16 sandboxes would attach
 them, each with a client that has made requests
 and holds a connection open; the growth of this process's RSS is what they cost. The
@@ -39,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 from _table import pct, table  # noqa: E402
 
 from codeagent_jupyter.egress import EgressPolicy  # noqa: E402
+from codeagent_jupyter.egress.relay import CHUNK  # noqa: E402
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits  # noqa: E402
 from codeagent_jupyter.sandbox.egress_link import EgressLink  # noqa: E402
 
@@ -74,7 +80,7 @@ for pid in os.listdir("/proc"):
 
 ALONE = r"""
 import json, socket, sys, time
-port, path, counts = int(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+port, paths, counts = int(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
 def get(connect, request):
     t = time.perf_counter()
     with connect() as s:
@@ -82,20 +88,51 @@ def get(connect, request):
         while s.recv(1 << 20):
             pass
     return time.perf_counter() - t
-def broker():
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(path)
-    return s
+def unix(path):
+    def connect():
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        return s
+    return connect
 def direct():
     return socket.create_connection(("127.0.0.2", port))
 out = {}
 for name, n in counts.items():
-    out[name] = {"direct": [], "broker": []}
-    for _ in range(n):  # in turn: a busy moment slows both
+    out[name] = {"direct": []} | {way: [] for way in paths}
+    for _ in range(n):  # in turn: a busy moment slows them all
         out[name]["direct"].append(get(direct, f"GET /{name} HTTP/1.0\r\n\r\n".encode()))
-        line = f"GET http://data.test:{port}/{name} HTTP/1.0\r\n\r\n"
-        out[name]["broker"].append(get(broker, line.encode()))
+        line = f"GET http://data.test:{port}/{name} HTTP/1.0\r\n\r\n".encode()
+        for way, path in paths.items():
+            out[name][way].append(get(unix(path), line))
 print(json.dumps(out))
+"""
+BARE = r"""
+import hashlib, socket, sys, threading
+path, port, digest, size = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "sha256", sys.argv[4]
+def serve(conn):
+    with conn:
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return
+            head += chunk
+        target = head.split(b" ", 2)[1]  # http://data.test:PORT/NAME
+        name = target.split(b"/", 3)[3] if target.startswith(b"http://") else target[1:]
+        body = hashlib.sha256()
+        with socket.create_connection(("127.0.0.2", port)) as up:
+            up.sendall(b"GET /" + name + b" HTTP/1.0\r\n\r\n")
+            while chunk := up.recv(int(size)):
+                conn.sendall(chunk)
+                if digest:
+                    body.update(chunk)
+server = socket.socket(socket.AF_UNIX)
+server.bind(path)
+server.listen(64)
+print("ready", flush=True)
+while True:
+    conn, _ = server.accept()
+    threading.Thread(target=serve, args=(conn,), daemon=True).start()
 """
 
 
@@ -147,17 +184,44 @@ async def fetch(
     return json.loads(result.text.strip().splitlines()[-1]), forwarder
 
 
+@contextlib.contextmanager
+def bare_relay(folder: Path, port: int, digest: bool) -> Iterator[Path]:
+    """The ceiling for any relay in a process of its own: ``BARE`` on a unix socket in
+    ``folder``, a thread per connection that sends the origin the request's path and copies
+    the response back (``CHUNK`` bytes a read, as the broker reads), with ``digest`` a sha256 of
+    each chunk after it is sent (as the broker's records need); no policy, no parsing of the
+    response. A process of its own, not a thread of this one: here it would share a GIL
+    with the broker's event loop and this process's other threads, and be slowed by what it
+    should be measured against; as a process it is one more hop, as the broker is to the
+    client. Yields the socket's path."""
+    path = folder / ("bare-sha256.sock" if digest else "bare.sock")
+    argv = [sys.executable, "-c", BARE, str(path), str(port), "sha256" if digest else "-"]
+    relay = subprocess.Popen([*argv, str(CHUNK)], stdout=subprocess.PIPE, text=True)
+    try:
+        if relay.stdout is None or relay.stdout.readline().strip() != "ready":
+            raise SystemExit("the bare relay did not start")
+        yield path
+    finally:
+        relay.terminate()
+        relay.wait(10)
+
+
 async def broker_alone(port: int, policy: EgressPolicy, args: Any) -> dict[str, Any]:
     """The broker's own share: a client on the host (a process of its own) times the same
-    GETs on the broker's unix socket and straight to the origin, in turn; no sandbox, no
+    GETs straight to the origin, on the broker's unix socket, and on two bare relays' sockets
+    (``bare_relay``, without and with the sha256), in turn for each request; no sandbox, no
     forwarder."""
     link = EgressLink(policy, lambda r: None)
     path = await link.start()
     counts = json.dumps({"small.txt": args.small, "big.bin": args.big})
-    client = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", ALONE, str(port), str(path), counts, stdout=subprocess.PIPE
-    )
-    out, _ = await client.communicate()
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as relays:
+        bare = relays.enter_context(bare_relay(Path(tmp), port, digest=False))
+        hashed = relays.enter_context(bare_relay(Path(tmp), port, digest=True))
+        paths = json.dumps({"broker": str(path), "bare": str(bare), "bare+sha256": str(hashed)})
+        client = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", ALONE, str(port), paths, counts, stdout=subprocess.PIPE
+        )
+        out, _ = await client.communicate()
     await link.close()
     return dict(json.loads(out))
 
@@ -197,7 +261,7 @@ async def broker_memory(port: int, count: int) -> tuple[int, int, int]:
 
 
 def _row(label: str, direct: list[float], broker: list[float]) -> tuple[str, ...]:
-    """Direct and broker p50, the broker's p95, what it adds, and direct / broker."""
+    """Direct and broker (or relay) p50, its p95, what it adds, and direct / it."""
     d, b = statistics.median(direct), statistics.median(broker)
     p95 = pct(broker, 0.95)
     added, speed = f"{(b - d) * 1000:+.2f}", f"{d / b * 100:.0f} %"
@@ -241,17 +305,23 @@ async def main(args: argparse.Namespace) -> None:
     print(table(header, [_row(label, host[key], ours[key]) for label, key, _ in labels]))
     mib = ours["big_bytes"] / (1 << 20)
     print()
-    print("The broker alone (a client on the host, on its unix socket; no sandbox, no forwarder):")
-    print()
     print(
-        table(
-            header,
-            [
-                _row(label, alone[name]["direct"], alone[name]["broker"])
-                for label, _, name in labels
-            ],
-        )
+        "The broker alone (a client on the host, on its unix socket; no sandbox, no "
+        "forwarder), and two bare relays in processes of their own, one thread a connection, "
+        "no policy: the ceiling for any relay one process hop away:"
     )
+    print()
+    ways = (
+        ("broker", "broker"),
+        ("bare", "bare relay (no policy, no hash)"),
+        ("bare+sha256", "bare relay with sha256"),
+    )
+    rows = [
+        _row(f"{label}, {what}", alone[name]["direct"], alone[name][way])
+        for label, _, name in labels
+        for way, what in ways
+    ]
+    print(table(["requests, through", "direct ms (p50)", "ms (p50)", "p95", *header[4:]], rows))
     print()
     print(
         f"CPU of this process (the broker, plus starting the sandbox) during the policy run: "
