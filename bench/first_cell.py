@@ -12,8 +12,10 @@ the process's spawn, medians of ``--runs`` runs:
 - slack: cell - max(request + delay, ready), what the first cell waits beyond the later
   of the model's reply and the sandbox (target: at most 100 ms).
 
-``--start cold,zygote`` adds a row per start (``codeagent run --start``): a zygote of its
-own for the run, which imports the data stack before its first fork.
+``--start cold,zygote`` adds a row per start (``codeagent run --start``). The zygote is
+the workspace's shared one: its rows run in one workspace, the first starts the zygote
+(it imports the data stack before its first fork) and is shown apart, the next ones fork
+from it as a user's next run would.
 
 ``--before DIR`` adds the same rows for the package in another checkout (e.g. a worktree
 of the commit before a change), run in turn with this one so that a busy machine slows
@@ -26,6 +28,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -35,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+RUNTIME = Path(tempfile.gettempdir()) / f"codeagent-bench-runtime-{os.getpid()}"
+"""The runs' Jupyter runtime folder: the zygotes they share live there, and end with it."""
 sys.path.insert(0, str(ROOT))
 
 from tests.scripted_model import ScriptedModelServer, delay, text, tool_calls  # noqa: E402
@@ -61,14 +66,18 @@ class Responder:
 
 
 async def one_run(
-    package: Path, delay_s: float, srv: ScriptedModelServer, start: str = "cold"
+    package: Path, delay_s: float, srv: ScriptedModelServer, start: str = "cold", ws: Path = Path()
 ) -> dict[str, float]:
-    """One ``codeagent run``: the times of its first request, sandbox and cell (s)."""
+    """One ``codeagent run``: the times of its first request, sandbox and cell (s). ``ws``:
+    the workspace (a fresh one by default; a zygote is shared by the runs of one workspace,
+    so its rows reuse one)."""
     responder = Responder(delay_s)
     srv.set_script(responder)
     with tempfile.TemporaryDirectory() as tmp:
-        ws = Path(tmp)
+        ws = ws if ws != Path() else Path(tmp)
+        (ws / "ran.txt").unlink(missing_ok=True)
         env = {**os.environ, "OPENAI_API_KEY": "k", "PYTHONPATH": str(package)}
+        env["JUPYTER_RUNTIME_DIR"] = str(RUNTIME)  # the bench's zygotes, not the user's
         argv = ["run", "go", "--model", "m", "--base-url", srv.url, "--workdir", str(ws)]
         argv += ["--start", start] if start != "cold" else []  # a "before" may not know it
         spawned = time.time()
@@ -98,6 +107,13 @@ async def one_run(
     }
 
 
+def _stop_zygotes() -> None:
+    from codeagent_jupyter.sandbox.zygote_shared import FOLDER_NAME, stop_zygote
+
+    for folder in (RUNTIME / FOLDER_NAME).glob("*"):
+        stop_zygote(folder)
+
+
 def medians(runs: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(r[key] for r in runs) for key in runs[0]}
 
@@ -113,14 +129,25 @@ async def first_cell_table(
     packages = [("after", ROOT, start) for start in starts]
     packages += [("before", before.resolve(), "cold")] if before else []
     results: dict[str, list[dict[str, float]]] = {}
-    with ScriptedModelServer() as srv:
-        for delay_s in delays:
-            for _ in range(runs):
-                for label, package, start in packages:  # in turn: the load hits each alike
-                    started = f", --start {start}" if len(starts) > 1 else ""
-                    row = f"{label}{started}, reply after {delay_s:g} s"
-                    measured = await one_run(package, delay_s, srv, start)
-                    results.setdefault(row, []).append(measured)
+    with ScriptedModelServer() as srv, tempfile.TemporaryDirectory() as kept:
+        RUNTIME.mkdir(mode=0o700, exist_ok=True)
+        try:
+            for delay_s in delays:
+                _stop_zygotes()  # each delay's first zygote run starts one
+                for i in range(runs + ("zygote" in starts)):
+                    for label, package, start in packages:  # in turn: the load hits each alike
+                        if start != "zygote" and i == runs:
+                            continue
+                        started = f", --start {start}" if len(starts) > 1 else ""
+                        if start == "zygote":  # the first run starts the workspace's zygote
+                            started += ", starting the zygote" if i == 0 else ", zygote running"
+                        row = f"{label}{started}, reply after {delay_s:g} s"
+                        ws = Path(kept) if start == "zygote" else Path()
+                        measured = await one_run(package, delay_s, srv, start, ws)
+                        results.setdefault(row, []).append(measured)
+        finally:
+            _stop_zygotes()
+            shutil.rmtree(RUNTIME, ignore_errors=True)
     print(
         f"| codeagent run (median of {runs}) | first request | sandbox ready | first cell "
         "| slack |",

@@ -1,20 +1,20 @@
-"""MCP benchmark: the round trip of ``run_cell("1+1")`` through MCP (stdio and streamable
-HTTP, the official SDK's client) against the same call through our own tool runner (what
-the agent loop does for a tool call), and how long a new MCP session waits for its sandbox
-from the server's pool.
+"""MCP benchmark: the round trip of ``run_cell("1+1")`` through MCP (stdio and streamable HTTP,
+the official SDK's client) against the same call through our own tool runner (what the agent
+loop does for a tool call), and how long a new MCP session waits for its sandbox from the
+server's pool.
 
 Run: ``python bench/mcp.py [--calls 200] [--sessions 5] [--pause-ms 0]``; or ``--first N
-[--before DIR]``: process start to the first ``run_cell`` result of ``codeagent mcp`` over
-stdio, N runs (against another checkout in turn with ``--before``). Prints Markdown tables
-measured in this run. Our own call is measured twice: on a bare bus (the call alone) and on
-a recorded session's bus (snapshot, then the save and signature of each step, as
-``codeagent run`` and the server's sessions have it). The server snapshots the workspace
-after every call (no setting turns that off for MCP sessions), so stdio is measured both
-ways: stdio with snapshots against HTTP is the cost of the transport alone. The HTTP column
-runs a real ``jupyter server`` (token auth, ``pool_size=2``) as a child process; the
-acquire times are what the server logs for each new MCP session. ``--pause-ms``: the
-client's pause before each call, where an agent's model thinks (the server's work after a
-reply falls there).
+[--before DIR] [--start cold,zygote]``: process start to the first ``run_cell`` result of
+``codeagent mcp`` over stdio, N runs (against another checkout in turn with ``--before``; with
+``zygote``, one more run first, which starts the shared zygote the others fork from). Prints
+Markdown tables measured in this run. Our own call is measured twice: on a bare bus (the call
+alone) and on a recorded session's bus (snapshot, then the save and signature of each step, as
+``codeagent run`` and the server's sessions have it). The server snapshots the workspace after
+every call (no setting turns that off for MCP sessions), so stdio is measured both ways: stdio
+with snapshots against HTTP is the cost of the transport alone. The HTTP column runs a real
+``jupyter server`` (token auth, ``pool_size=2``) as a child process; the acquire times are what
+the server logs for each new MCP session. ``--pause-ms``: the client's pause before each call,
+where an agent's model thinks (the server's work after a reply falls there).
 """
 
 from __future__ import annotations
@@ -115,30 +115,51 @@ async def over(client: Client, n: int) -> list[float]:
     return times[5:]
 
 
-def stdio_client(work: Path, snapshots: bool = False, package: Path | None = None) -> Client:
-    """``codeagent mcp`` over stdio; ``package``: the checkout to run it from."""
+def stdio_client(
+    work: Path, snapshots: bool = False, package: Path | None = None, start: str = "cold"
+) -> Client:
+    """``codeagent mcp`` over stdio; ``package``: the checkout to run it from; ``start``:
+    its ``--start`` (a zygote's runtime folder is the bench's own, in ``work``)."""
     args = ["-m", "codeagent_jupyter.cli", "mcp", "--workdir", str(work)]
     args += [] if snapshots else ["--no-snapshots"]
+    args += [] if start == "cold" else ["--start", start]
     env = dict(os.environ)
+    env["JUPYTER_RUNTIME_DIR"] = str(work.parent / "runtime")
     if package is not None:
         env["PYTHONPATH"] = str(package)
     server = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=package)
     return Client(server, client_info=INFO, read_timeout_seconds=120)
 
 
-async def first_result(work: Path, runs: int, before: Path | None) -> dict[str, list[float]]:
+async def first_result(
+    work: Path, runs: int, before: Path | None, starts: list[str]
+) -> dict[str, list[float]]:
     """Seconds from spawning ``codeagent mcp`` to the first ``run_cell`` result, per run
-    (this checkout, and ``before`` in turn with it when given)."""
+    (this checkout, and ``before`` in turn with it when given; each of ``starts`` in turn).
+    With ``zygote`` the first run starts this user's shared zygote (timed apart) and the
+    next ones fork from it, as a user's next ``codeagent mcp`` would."""
     packages = [("after", Path(__file__).resolve().parents[1])]
     packages += [("before", before.resolve())] if before else []
-    times: dict[str, list[float]] = {label: [] for label, _ in packages}
-    for _ in range(runs):
-        for label, package in packages:
-            t = time.perf_counter()
-            async with stdio_client(work, package=package) as c:
-                result = await c.call_tool("run_cell", CODE)
-                times[label].append(time.perf_counter() - t)
-            assert not result.is_error, result
+    times: dict[str, list[float]] = {}
+    try:
+        for i in range(runs + ("zygote" in starts)):
+            for label, package in packages:
+                for start in starts:
+                    name = f"{label}, --start {start}"
+                    if start == "zygote":
+                        name += ", starting the zygote" if i == 0 else ", zygote running"
+                    elif i == runs:
+                        continue
+                    t = time.perf_counter()
+                    async with stdio_client(work, package=package, start=start) as c:
+                        result = await c.call_tool("run_cell", CODE)
+                        times.setdefault(name, []).append(time.perf_counter() - t)
+                    assert not result.is_error, result
+    finally:
+        from codeagent_jupyter.sandbox.zygote_shared import stop_zygote
+
+        for folder in (work.parent / "runtime" / "codeagent-z").glob("*"):
+            stop_zygote(folder)
     return times
 
 
@@ -253,14 +274,19 @@ async def main() -> None:
         "--first", type=int, default=0, help="only time process start -> first run_cell, N runs"
     )
     parser.add_argument("--before", type=Path, help="with --first: another checkout to compare")
+    parser.add_argument(
+        "--start", default="cold", help="with --first: the --start values to time, e.g. cold,zygote"
+    )
     args = parser.parse_args()
     if args.first:
         with tempfile.TemporaryDirectory() as tmp:
-            firsts = await first_result(Path(tmp), args.first, args.before)
-        print(f"| codeagent mcp (median of {args.first}) | spawn -> first run_cell result |")
-        print("|---|---:|")
+            (Path(tmp) / "work").mkdir()
+            starts = args.start.split(",")
+            firsts = await first_result(Path(tmp) / "work", args.first, args.before, starts)
+        print("| codeagent mcp | runs | spawn -> first run_cell result (median) |")
+        print("|---|---:|---:|")
         for label, values in firsts.items():
-            print(f"| {label} | {statistics.median(values):.2f} s |")
+            print(f"| {label} | {len(values)} | {statistics.median(values):.2f} s |")
         return
     global PAUSE_S
     PAUSE_S = args.pause_ms / 1000

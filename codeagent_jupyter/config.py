@@ -168,6 +168,11 @@ class SandboxLimits:
 
 NETWORK_MODES = ("none", "host", "policy")
 """``--network``: its own empty namespace, the host's network, or the egress broker only."""
+STARTS = ("cold", "zygote", "auto")
+"""How a local sandbox starts: its own interpreter, a zygote's fork, or a fork where one can be."""
+START_ENV = "CODEAGENT_START"
+"""The environment's default start (the CLI's ``--start``, the server's ``c.CodeAgent.start``):
+a user's or a test lane's choice for every sandbox."""
 
 
 def network_mode(data: dict[str, Any]) -> dict[str, Any]:

@@ -67,6 +67,15 @@ def leftovers(root: Path) -> list[str]:
     return found
 
 
+def stop_zygotes(root: Path) -> None:
+    """End the shared zygotes the run's processes started (``codeagent run --start zygote``
+    leaves one per workspace for 15 idle minutes): in the run's runtime folder, so its own."""
+    from codeagent_jupyter.sandbox.zygote_shared import FOLDER_NAME, stop_zygote
+
+    for folder in (root / REDIRECTED["JUPYTER_RUNTIME_DIR"] / FOLDER_NAME).glob("*"):
+        stop_zygote(folder)
+
+
 def remove(root: Path) -> None:
     shutil.rmtree(root, ignore_errors=True)
 

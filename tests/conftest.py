@@ -34,9 +34,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The run fails if it changed the checkout or wrote into its Jupyter data or config."""
     guard = session.config.stash.get(_GUARD, None)
-    if guard is None or exitstatus == pytest.ExitCode.INTERRUPTED:
+    if guard is None:
         return
     root, before = guard
+    clean_run.stop_zygotes(root)
+    if exitstatus == pytest.ExitCode.INTERRUPTED:
+        return
     problems = [f"wrote into the Jupyter folders: {p}" for p in clean_run.leftovers(root)]
     after = clean_run.TreeState.of(Path(session.config.rootpath)) if before else None
     if before is not None and after is not None:

@@ -12,12 +12,21 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import tempfile
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from ..config import NETWORK_MODES, VISION_MODES, AgentConfig, ModelSettings, SandboxLimits
+from ..config import (
+    NETWORK_MODES,
+    START_ENV,
+    STARTS,
+    VISION_MODES,
+    AgentConfig,
+    ModelSettings,
+    SandboxLimits,
+)
 from ..errors import ConfigError
 from .tool_flags import add_tools
 
@@ -238,11 +247,13 @@ def add_isolation(parser: Flags) -> None:
     )
     parser.add_argument(
         "--start",
-        choices=("cold", "zygote", "auto"),
-        default="cold",
-        help="cold: the sandbox's kernel starts its own interpreter; zygote: it is forked, "
-        "with numpy, pandas and matplotlib already imported, from a confined process started "
-        "for this workspace (a kernel restart is a fork); auto: zygote where it can be used "
+        choices=STARTS,
+        default=os.environ.get(START_ENV, "cold"),
+        help=f"(default: ${START_ENV}, else cold) cold: the sandbox's kernel starts its own "
+        "interpreter; zygote: it is forked, "
+        "with numpy, pandas and matplotlib already imported, from a confined process kept for "
+        "this workspace (started by the first run, ended after 15 idle minutes; a kernel "
+        "restart is a fork); auto: zygote where it can be used "
         "(a local sandbox without --network policy), else cold",
     )
     parser.add_argument(
@@ -257,6 +268,8 @@ def check_backend(args: argparse.Namespace, replay: Any = None) -> None:
     """Flags no backend honours together: one line, before anything starts (``run`` makes
     its sandbox only once its first model request is under way)."""
     policy = getattr(args, "network", "none") == "policy" or replay is not None
+    if getattr(args, "start", "cold") not in STARTS:  # from the environment's default
+        raise ConfigError(f"${START_ENV} must be one of {', '.join(STARTS)}")
     if getattr(args, "gateway_url", "") and policy:
         raise ConfigError("--network policy needs a local sandbox (not --gateway-url)")
     if getattr(args, "start", "cold") == "zygote" and getattr(args, "gateway_url", ""):
@@ -299,9 +312,10 @@ def make_sandbox(
     options: dict[str, Any] = {"allow_unconfined": args.isolation == "none"}
     policy = getattr(args, "network", "none") == "policy" or replay is not None
     if _forked(args, policy):
-        from ..sandbox.zygote_manager import owned_manager_class
+        from ..sandbox.zygote_manager import shared_manager_class
 
-        options["kernel_manager_class"] = owned_manager_class(workdir)
+        auto = getattr(args, "start", "cold") == "auto"  # a zygote that cannot run: cold
+        options["kernel_manager_class"] = shared_manager_class(workdir, cold_fallback=auto)
     if policy:
         from ..egress import EgressPolicy
         from ..egress.bodies import BodyStore

@@ -57,12 +57,17 @@ class LocalBackend:
 
     name = "local"
 
-    def __init__(self, zygote: Zygote | None = None, **sandbox_options: Any) -> None:
+    def __init__(
+        self, zygote: Zygote | None = None, cold_fallback: bool = False, **sandbox_options: Any
+    ) -> None:
         self.options = sandbox_options
         """``Sandbox`` keyword options (``allow_unconfined``, ``kernel_manager_class`` …)."""
         self.zygote = zygote
         """Forks every sandbox it can serve (a workspace below its folder, no network);
         the others start cold, and each one's enforcement says which start it had."""
+        self.cold_fallback = cold_fallback
+        """A fork that cannot be made (the zygote cannot run here now) starts cold instead
+        (``start = "auto"``); else the sandbox's start fails."""
         self._forked: type | None = None
 
     def create(
@@ -75,7 +80,7 @@ class LocalBackend:
             if self._forked is None:
                 from .zygote_manager import manager_class
 
-                self._forked = manager_class(self.zygote)
+                self._forked = manager_class(self.zygote, self.cold_fallback)
             options["kernel_manager_class"] = self._forked
         return Sandbox(workdir=workdir, limits=limits, **options)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import queue
 import subprocess
@@ -58,6 +59,7 @@ from .overlay import PACKAGES_DIR
 from .paths import PRIVATE_DIR_PREFIX, workspace_problem
 from .report import is_unconfined
 
+log = logging.getLogger(__name__)
 _POLL_S = 0.2
 
 __all__ = ["Sandbox", "describe_exit"]
@@ -124,10 +126,33 @@ class Sandbox(GuardedKernel, CellRunner):
         await self.shutdown()
 
     async def start(self) -> None:
-        """Launch the kernel and wait until it answers; raises ``SandboxError`` if it cannot."""
+        """Launch the kernel and wait until it answers; raises ``SandboxError`` if it cannot.
+
+        A manager that says ``cold_fallback`` (a zygote's, for ``--start auto``) is replaced
+        by the cold start when it cannot start the kernel (its zygote cannot run here now):
+        the enforcement line then says no ``start: zygote``."""
         if self._km is not None:
             return
-        km = self.kernel_manager_class(kernel_name=self.kernel_name)
+        try:
+            await self._launch(self.kernel_manager_class)
+        except SandboxError as e:
+            if self.egress is not None or not getattr(
+                self.kernel_manager_class, "cold_fallback", False
+            ):
+                raise
+            log.warning("no zygote's fork for this sandbox (%s): starting it cold", e)
+            await self._launch(AsyncKernelManager)
+        self.launched.set()
+        try:
+            await self._connect()
+        except BaseException:
+            await self.shutdown()
+            raise
+        self._start_guard()
+
+    async def _launch(self, manager_class: type) -> None:
+        """Start the kernel's process through a ``manager_class``; it becomes ``_km``."""
+        km = manager_class(kernel_name=self.kernel_name)
         try:
             spec = km.kernel_spec
         except NoSuchKernel as e:
@@ -155,13 +180,6 @@ class Sandbox(GuardedKernel, CellRunner):
             await self._close_egress()
             raise SandboxError(f"sandbox kernel failed to start: {e}") from e
         self._km = km
-        self.launched.set()
-        try:
-            await self._connect()
-        except BaseException:
-            await self.shutdown()
-            raise
-        self._start_guard()
 
     async def _connect(self) -> None:
         kc = self._km.client()

@@ -31,6 +31,7 @@ import gc
 import json
 import os
 import re
+import select
 import signal
 import socket
 import sys
@@ -61,6 +62,8 @@ _KERNEL_MODULES = (
     "psutil",
     "codeagent_jupyter.sandbox.inner",
 )
+LEASE = 3
+"""The descriptor a fork's watcher keeps of the request's connection (see ``_wait``)."""
 _PROC_COVERS = ("sys", "sysrq-trigger", "irq", "bus")
 """What bubblewrap makes read-only in /proc; the child's fresh /proc gets the same."""
 
@@ -199,32 +202,60 @@ def _refuse(request: dict[str, Any], error: BaseException) -> None:
         Path(request["kernel_dir"], REFUSED_FILE).write_text(reason + "\n")
 
 
-def _close_descriptors() -> None:
-    """Nothing of the zygote's: its socket, and its stdio (a pipe to the host)."""
+def _close_descriptors(lease: int) -> None:
+    """Nothing of the zygote's: its listening socket, and its stdio (a pipe to the host).
+    The request's connection (the host's lease) stays, as ``LEASE``, in this process only:
+    the pid namespace's first process closes it before it confines itself."""
     null = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
-    os.closerange(3, 1 << 16)
+    os.dup2(lease, LEASE, inheritable=False)
+    os.closerange(LEASE + 1, 1 << 16)
 
 
-def _child(request: dict[str, Any]) -> None:
+def _wait(first: int) -> int:
+    """``first``'s exit code; ``first`` (so the whole pid namespace) is killed as soon as the
+    host's end of the lease closes: the process that asked for this sandbox is gone, even
+    killed outright, and a zygote that outlives it (a shared one) must not keep its kernel."""
+    try:
+        pidfd = os.pidfd_open(first)
+    except (AttributeError, OSError):  # before Linux 5.3: the lease is not watched
+        return os.waitstatus_to_exitcode(os.waitpid(first, 0)[1]) & 0xFF
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    poller.register(LEASE, select.POLLIN)
+    while True:
+        for fd, _ in poller.poll():
+            if fd == pidfd:
+                return os.waitstatus_to_exitcode(os.waitpid(first, 0)[1]) & 0xFF
+            try:
+                ended = not os.read(LEASE, 64)
+            except OSError:
+                ended = True
+            if ended:
+                poller.unregister(LEASE)
+                with contextlib.suppress(OSError):
+                    os.kill(first, signal.SIGKILL)
+
+
+def _child(request: dict[str, Any], lease: int) -> None:
     """Runs in the fork; never returns."""
     code = 70
     try:
-        _close_descriptors()
+        _close_descriptors(lease)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.setsid()
         ns.unshare(OWN)
         first = os.fork()
         if first == 0:
             try:
+                os.close(LEASE)  # only the watcher outside the sandbox's namespaces holds it
                 _confine(request)
                 _become_kernel(request)
             except BaseException as e:  # a step that fails stops the sandbox, loudly
                 _refuse(request, e)
             os._exit(70)
-        _, status = os.waitpid(first, 0)
-        code = os.waitstatus_to_exitcode(status) & 0xFF
+        code = _wait(first)
     finally:
         os._exit(code)
 
@@ -232,8 +263,13 @@ def _child(request: dict[str, Any]) -> None:
 def _answer(conn: socket.socket) -> None:
     with conn, conn.makefile("rwb") as stream:
         request = json.loads(stream.readline())
+        if "hello" in request:  # a host attaching to a shared zygote: is this one alive?
+            stream.write(json.dumps({"zygote": os.getpid()}).encode() + b"\n")
+            return
         if "kill" in request or "alive" in request:
             pid = int(request.get("kill", request.get("alive")))
+            if pid <= 1:  # 0, -1 and the namespace's init would be the zygote or everything
+                raise ValueError(f"no such fork: {pid}")
             if "kill" in request:  # its whole group (it calls setsid first), or itself
                 for kill in (os.killpg, os.kill):
                     try:
@@ -258,14 +294,23 @@ def _answer(conn: socket.socket) -> None:
                 go = stream.readline()
                 if go:
                     request.update(json.loads(go))
-                    _child(request)
+                    _child(request, conn.fileno())
             finally:
                 os._exit(70)
         stream.write(json.dumps({"pid": pid}).encode() + b"\n")
 
 
-def serve(path: str) -> None:
-    """Warm up, then answer requests on ``path`` until the host closes our stdin."""
+def _forks_alive() -> bool:
+    """Whether any fork still runs: any process of this pid namespace but its init (the
+    zygote's bubblewrap) and the zygote (forks are reaped at once: ``SIGCHLD`` ignored)."""
+    mine = os.getpid()
+    return any(p.isdigit() and int(p) not in (1, mine) for p in os.listdir("/proc"))
+
+
+def serve(path: str, idle_exit: float | None = None) -> None:
+    """Warm up, then answer requests on ``path``: until the host ends this process, or, with
+    ``idle_exit``, until that many seconds passed with no request and no fork alive (a
+    shared zygote, which no process owns, ends itself so)."""
     _warm()
     # What the imports made stays in the zygote's pages: a fork's garbage collector would
     # otherwise walk (and so copy) every one of them.
@@ -277,8 +322,16 @@ def serve(path: str) -> None:
     os.chmod(path, 0o600)
     listener.listen(64)
     print("ready", flush=True)
+    listener.settimeout(idle_exit)
     while True:
-        conn, _ = listener.accept()
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            if _forks_alive():
+                continue
+            os.unlink(path)  # a host that comes now starts a new zygote
+            return
+        conn.settimeout(None)
         try:
             _answer(conn)
         except (OSError, ValueError, KeyError, RuntimeError) as e:
@@ -289,7 +342,9 @@ def main(argv: list[str] | None = None) -> None:
     """``python -m codeagent_jupyter.sandbox.zygote SOCKET`` (inside its bubblewrap)."""
     parser = argparse.ArgumentParser(description="Fork confined kernels on request.")
     parser.add_argument("socket")
-    serve(parser.parse_args(argv).socket)
+    parser.add_argument("--idle-exit", type=float, default=None, help="seconds (shared)")
+    args = parser.parse_args(argv)
+    serve(args.socket, args.idle_exit)
 
 
 if __name__ == "__main__":

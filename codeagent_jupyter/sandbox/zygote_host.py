@@ -31,6 +31,18 @@ from .launcher import cgroup_memory_bytes
 from .paths import PRIVATE_DIR_PREFIX, hidden_paths, python_paths, workspace_problem
 
 SOCKET_NAME = "zygote.sock"
+_DETACH = (
+    "import os, sys\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.setsid()\n"
+    "    os.execv(sys.argv[1], sys.argv[1:])\n"
+    "print(pid, flush=True)\n"
+)
+"""Starts argv in a session of its own and says its pid, then exits: the zygote's
+bubblewrap is then no child of ours (``Zygote._launch(detach=True)``)."""
+ASK_TIMEOUT_S = 10.0
+"""Longest wait for the zygote's answer to a question (it answers between forks)."""
 
 
 def _code_paths() -> list[Path]:
@@ -43,6 +55,18 @@ def _code_paths() -> list[Path]:
     if not any(package.is_relative_to(p) for p in paths):
         paths.append(package)
     return paths
+
+
+def _line(conn: socket.socket, limit: int = 4096) -> bytes:
+    """One reply line, read without a buffer that could take more than the line (the
+    connection stays open after it, as a lease)."""
+    got = b""
+    while not got.endswith(b"\n") and len(got) < limit:
+        chunk = conn.recv(1)
+        if not chunk:
+            break
+        got += chunk
+    return got
 
 
 class ZygoteUnavailable(RuntimeError):
@@ -74,13 +98,21 @@ class Zygote:
 
     def start(self, timeout: float = 120.0) -> None:
         """Launch the zygote and wait until it has imported the data stack."""
+        self.kernels = Path(tempfile.mkdtemp(prefix="codeagent-zygote-"))
+        self._launch(["--die-with-parent"], [])
+
+    def _launch(
+        self, bwrap_options: list[str], zygote_options: list[str], detach: bool = False
+    ) -> int:
+        """Start the zygote's bubblewrap serving ``self.kernels`` (made by the caller); read
+        its "ready"; its pid. ``detach``: started by a shell that exits at once, so the
+        zygote is no child of this process (nothing to reap, nothing tied to its life)."""
         choice = bubblewrap.choose(network=False)
         if choice.bwrap is None:
             raise ZygoteUnavailable(bubblewrap.advice(choice))
         self.label = choice.bwrap.label
-        self.kernels = Path(tempfile.mkdtemp(prefix="codeagent-zygote-"))
         self.socket = self.kernels / SOCKET_NAME
-        argv = [choice.bwrap.path, "--die-with-parent", "--new-session", "--unshare-user"]
+        argv = [choice.bwrap.path, *bwrap_options, "--new-session", "--unshare-user"]
         argv += ["--uid", "0", "--gid", "0", "--cap-add", "ALL", "--unshare-pid"]
         argv += ["--unshare-ipc", "--unshare-uts", "--unshare-net", "--unshare-cgroup-try"]
         argv += _system_binds()
@@ -96,20 +128,49 @@ class Zygote:
                     [] if path.is_dir() else ["/dev/null"]), str(path)]  # fmt: skip
         argv += ["--remount-ro", "/", "--chdir", "/"]
         argv += [sys.executable, "-m", "codeagent_jupyter.sandbox.zygote", str(self.socket)]
+        argv += zygote_options
         env = scrub_env(os.environ)
         env.update(MPLCONFIGDIR="/tmp/mpl", HOME="/tmp", MALLOC_ARENA_MAX="2")
         env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # debugpy, imported ahead, stays quiet
-        self.process = subprocess.Popen(
-            argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, start_new_session=True
-        )
+        if detach:
+            argv = [sys.executable, "-c", _DETACH, *argv]
+        stderr = self._stderr()
+        try:
+            self.process = subprocess.Popen(
+                argv,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                start_new_session=True,
+            )
+        finally:
+            if stderr is not None:
+                os.close(stderr)
         assert self.process.stdout is not None
+        pid = self.process.pid
+        if detach:
+            pid = int(self.process.stdout.readline() or 0)
+            self.process.wait()
         line = self.process.stdout.readline()  # "ready", or nothing when it failed
         if line.strip() != b"ready":
             self.close()
             raise ZygoteUnavailable("the zygote did not start")
+        return pid
+
+    def _stderr(self) -> int | None:
+        """Where the zygote's complaints go: this process's stderr (a shared zygote, which
+        outlives it, writes to a file of its own)."""
+        return None
+
+    @property
+    def root_pid(self) -> int | None:
+        """The host's pid of the zygote's bubblewrap, the root of every fork's process tree."""
+        return self.process.pid if self.process is not None else None
 
     def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
         with socket.socket(socket.AF_UNIX) as conn:
+            conn.settimeout(ASK_TIMEOUT_S)
             conn.connect(str(self.socket))
             conn.sendall(json.dumps(request).encode() + b"\n")
             reply = conn.makefile("rb").readline()
@@ -123,8 +184,10 @@ class Zygote:
         limits: SandboxLimits,
         args: list[str] | None = None,
         kernel_id: str = "",
-    ) -> tuple[Path, int]:
-        """Fork a kernel for ``workspace``; its connection file and its pid in the zygote.
+    ) -> tuple[Path, int, socket.socket]:
+        """Fork a kernel for ``workspace``; its connection file, its pid in the zygote, and
+        its lease: the connection the request came on, which the caller keeps open as long
+        as the kernel may live (closed, even by this process's death, the fork is killed).
 
         With a ``kernel_id`` the fork is moved into that kernel's own cgroup (``cgroup``) before
         it may go on, as a cold launcher moves itself.
@@ -149,10 +212,12 @@ class Zygote:
             "tmp_bytes": max(limits.file_size_mb, 64) * MIB,
             "args": args or [],
         }
-        with socket.socket(socket.AF_UNIX) as conn:
+        conn = socket.socket(socket.AF_UNIX)
+        conn.settimeout(ASK_TIMEOUT_S)  # the exchange; the lease is held, never read
+        try:
             conn.connect(str(self.socket))
             conn.sendall(json.dumps(request).encode() + b"\n")
-            reply = conn.makefile("rb").readline()
+            reply = _line(conn)
             if not reply:
                 raise ZygoteUnavailable("the zygote did not answer")
             pid = int(json.loads(reply)["pid"])
@@ -163,7 +228,10 @@ class Zygote:
             env.update(MALLOC_ARENA_MAX="2", PYDEVD_DISABLE_FILE_VALIDATION="1")
             env[INNER_ENV] = json.dumps({"enforcement": enforcement, "private": True})
             conn.sendall(json.dumps({"env": env}).encode() + b"\n")
-        return connection_file, pid
+        except BaseException:
+            conn.close()
+            raise
+        return connection_file, pid, conn
 
     def _enforce(self, pid: int, limits: SandboxLimits, kernel_id: str) -> dict[str, str]:
         """What a fork gets before it goes on: the confinement, and its cgroup if it can."""
@@ -187,9 +255,9 @@ class Zygote:
 
     def host_pid(self, pid: int) -> int | None:
         """The host's pid of the fork the zygote knows as ``pid`` (``NSpid``: host, zygote)."""
-        if self.process is None:
+        if self.root_pid is None:
             return None
-        todo = [self.process.pid]
+        todo = [self.root_pid]
         while todo:
             current = todo.pop()
             with contextlib.suppress(OSError, StopIteration, ValueError):

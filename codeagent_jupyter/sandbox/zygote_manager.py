@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import time
 import uuid
 from pathlib import Path
@@ -53,12 +54,17 @@ class ZygoteKernelManager:
     """Whether this manager's zygote is its own: started with the first kernel and ended
     with the last shutdown (``owned_manager_class``)."""
     transport = "ipc"
+    cold_fallback = False
+    """Whether ``Sandbox`` starts the kernel cold when this manager cannot (``--start
+    auto``: a zygote that cannot run here now); else the start fails."""
 
     def __init__(self, kernel_name: str = "codeagent-sandbox") -> None:
         self.kernel_name = kernel_name
         self.kernel_id = str(uuid.uuid4())
         self.connection_file = ""
         self.pid: int | None = None
+        self._lease: socket.socket | None = None
+        """The fork's lease (``Zygote.spawn``): open while the kernel may live."""
         self._group: tuple[int, str] | None = None
         """The fork's process group on the host (its pgid and its leader's start time)."""
         self._workspace: Path | None = None
@@ -82,7 +88,7 @@ class ZygoteKernelManager:
 
     def _spawn(self) -> None:
         assert self._workspace is not None
-        connection_file, self.pid = self.zygote.spawn(
+        connection_file, self.pid, self._lease = self.zygote.spawn(
             self._workspace, self._limits, self._args, self.kernel_id
         )
         self.connection_file = str(connection_file)
@@ -113,7 +119,11 @@ class ZygoteKernelManager:
         return kc
 
     async def is_alive(self) -> bool:
-        """Whether the forked kernel still runs (asked of the zygote, which sees its pid)."""
+        """Whether the forked kernel still runs: its group's leader, the watcher of its pid
+        namespace, is there as long as it is (a pid the zygote reuses for another fork, maybe
+        another process's, is not it); else asked of the zygote, which sees its pid."""
+        if self._group is not None:
+            return started_at(self._group[0]) == self._group[1]
         return self.pid is not None and self.zygote.alive(self.pid)
 
     async def interrupt_kernel(self) -> None:
@@ -134,10 +144,14 @@ class ZygoteKernelManager:
 
     def _stop(self) -> None:
         """End the kernel's pid namespace, its cgroup and its kernel folder."""
-        self._group = None
-        if self.pid is not None:
+        if self._group is not None:
+            self.stop_now()  # by the group and its start time: never another fork
+        elif self.pid is not None:
             self.zygote.kill(self.pid)
-            self.pid = None
+        self._group, self.pid = None, None
+        if self._lease is not None:
+            self._lease.close()
+            self._lease = None
         cgroup.remove(self.kernel_id)
         if self.connection_file:
             shutil.rmtree(Path(self.connection_file).parent, ignore_errors=True)
@@ -150,9 +164,10 @@ class ZygoteKernelManager:
         self._spawn()
 
 
-def manager_class(zygote: Zygote) -> type[ZygoteKernelManager]:
+def manager_class(zygote: Zygote, cold_fallback: bool = False) -> type[ZygoteKernelManager]:
     """``ZygoteKernelManager`` bound to ``zygote``, for ``Sandbox(kernel_manager_class=)``."""
-    return type("BoundZygoteKernelManager", (ZygoteKernelManager,), {"zygote": zygote})
+    attributes = {"zygote": zygote, "cold_fallback": cold_fallback}
+    return type("BoundZygoteKernelManager", (ZygoteKernelManager,), attributes)
 
 
 def owned_manager_class(workspace: Path) -> type[ZygoteKernelManager]:
@@ -160,3 +175,15 @@ def owned_manager_class(workspace: Path) -> type[ZygoteKernelManager]:
     started with the kernel, ended with its shutdown; a restart is a fresh fork."""
     attributes = {"zygote": Zygote(workspace), "owns_zygote": True}
     return type("OwnZygoteKernelManager", (ZygoteKernelManager,), attributes)
+
+
+def shared_manager_class(workspace: Path, cold_fallback: bool = False) -> type[ZygoteKernelManager]:
+    """A manager forking from this user's shared zygote for ``workspace`` (the CLI's
+    ``--start zygote``: ``zygote_shared``), attached or started with the kernel, left
+    running after it for the next process. The zygote serves ``$CODEAGENT_ZYGOTE_ROOT``
+    where that folder holds ``workspace`` (one zygote for many projects), else
+    ``workspace`` alone."""
+    from .zygote_shared import SharedZygote, served_root
+
+    attributes = {"zygote": SharedZygote(served_root(workspace)), "cold_fallback": cold_fallback}
+    return type("SharedZygoteKernelManager", (ZygoteKernelManager,), attributes)

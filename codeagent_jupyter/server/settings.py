@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from jupyter_core.paths import jupyter_data_dir
-from traitlets import Bool, Dict, Enum, Float, Int, List, Type, Unicode, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, Type, Unicode, default, validate
 from traitlets.config import Configurable
 
-from ..config import VISION_MODES, AgentConfig, ModelSettings, SandboxLimits
+from ..config import START_ENV, STARTS, VISION_MODES, AgentConfig, ModelSettings, SandboxLimits
 from ..egress import EgressPolicy
 from ..errors import ConfigError
 from ..packages.policy import PackagePolicy
@@ -151,16 +151,24 @@ class CodeAgent(Configurable):
         BACKENDS, default_value="local", config=True, help=SETTINGS_HELP["sandbox_backend"]
     )
     start = Enum(
-        ("cold", "zygote", "auto"),
-        default_value="cold",
+        STARTS,
         config=True,
         help="How local sandboxes start. cold: each kernel starts its own interpreter; zygote: "
         "each is forked, with numpy, pandas and matplotlib already imported, from one confined "
         "process started for the server root (the pool's entries too), and one a fork cannot "
         "be (a host or policy network, a folder outside the root) starts cold; auto: zygote "
         "where bubblewrap can build namespaces, else cold. Each sandbox's enforcement says "
-        "which start it had.",
+        "which start it had. Default: $CODEAGENT_START, else cold.",
     )
+
+    @default("start")
+    def _start_default(self) -> str:
+        """``$CODEAGENT_START`` (as the CLI's ``--start``), else cold."""
+        chosen = os.environ.get(START_ENV, "cold")
+        if chosen not in STARTS:
+            raise ConfigError(f"${START_ENV} must be one of {', '.join(STARTS)}")
+        return chosen
+
     gateway_url = Unicode("", config=True, help=SETTINGS_HELP["gateway_url"])
     gateway_token = Unicode("", config=True, help=SETTINGS_HELP["gateway_token"])
     prices = Dict(
@@ -382,7 +390,7 @@ class CodeAgent(Configurable):
         options: dict[str, Any] = {"egress": self.egress_policy()} if local else {}
         zygote = self._zygote(root_dir)
         if zygote is not None:
-            options["zygote"] = zygote
+            options.update(zygote=zygote, cold_fallback=self.start == "auto")
         return make_backend(
             self.sandbox_backend,
             self.gateway_url,

@@ -8,6 +8,7 @@ import asyncio
 import json
 import shutil
 import socket
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -138,17 +139,17 @@ async def test_a_fork_that_cannot_confine_itself_says_why(zygote: Zygote) -> Non
     kernel_dir.mkdir()
     request = {"workspace": str(workspace), "workspaces": str(zygote.workspaces)}
     request |= {"kernel_dir": str(kernel_dir), "kernels": str(zygote.kernels)}  # no tmp size
-    with socket.socket(socket.AF_UNIX) as conn:
+    with socket.socket(socket.AF_UNIX) as conn:  # held open: the fork's lease
         conn.connect(str(zygote.socket))
         conn.sendall(json.dumps(request).encode() + b"\n")
         pid = json.loads(conn.makefile("rb").readline())["pid"]
         conn.sendall(json.dumps({"env": {}}).encode() + b"\n")
-    refused = kernel_dir / REFUSED_FILE
-    for _ in range(50):
-        if zygote.host_pid(pid) is None and refused.exists():
-            break
-        await asyncio.sleep(0.1)
-    assert zygote.host_pid(pid) is None
+        refused = kernel_dir / REFUSED_FILE
+        for _ in range(50):
+            if zygote.host_pid(pid) is None and refused.exists():
+                break
+            await asyncio.sleep(0.1)
+        assert zygote.host_pid(pid) is None
     text = refused.read_text()
     assert "could not confine itself: KeyError" in text and "tmp_bytes" in text, text
 
@@ -202,3 +203,33 @@ async def test_the_local_backend_forks_what_it_can_and_starts_the_rest_cold(
         finally:
             await sb.shutdown()
     assert backend.describe()["start"] == "zygote"
+
+
+@pytest.mark.parametrize("auto", [True, False])
+async def test_auto_starts_cold_where_the_zygote_cannot_run_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, auto: bool
+) -> None:
+    """``start = "auto"`` chose the zygote when bubblewrap was there; the machine changed
+    since (here: no bubblewrap on PATH). The sandbox starts cold, as ``auto`` promises,
+    rather than failing; ``zygote`` fails in one line."""
+    from codeagent_jupyter.sandbox.bubblewrap import BWRAP_ENV
+
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    (bare / "python").symlink_to(sys.executable)
+    monkeypatch.setenv("PATH", str(bare))
+    monkeypatch.setenv(BWRAP_ENV, "system")  # not the bundled bwrap either
+    (tmp_path / "ws").mkdir()
+    backend = LocalBackend(zygote=Zygote(tmp_path), cold_fallback=auto, allow_unconfined=True)
+    sb = backend.create(tmp_path / "ws", LIMITS)
+    try:
+        if not auto:
+            with pytest.raises(SandboxError, match="failed to start"):
+                await sb.start()
+            return
+        await sb.start()
+        assert sb.enforcement.get("start", "cold") == "cold"
+        assert (await sb.execute("print(6 * 7)")).text.strip() == "42"
+    finally:
+        await sb.shutdown()
+        backend.close()

@@ -31,7 +31,7 @@ from codeagent_jupyter.sandbox.zygote_manager import manager_class
 from codeagent_jupyter.tools import ToolBox
 from tests.cli.test_cli import codeagent
 from tests.scripted_model import delay, text, tool_calls
-from tests.zygotes import running_zygote
+from tests.zygotes import lane_start, running_zygote
 
 MIB = 1 << 20
 SPARSE = dedent(
@@ -261,7 +261,9 @@ async def test_write_file_calls_cannot_fill_past_the_budget(
     scripted_model.set_script([tool_calls(*calls), text("written")])
     model = OpenAIChatModel("scripted", scripted_model.url, "k", backoff=0.01)
     limits = SandboxLimits(disk_mb=16, cell_timeout=30, memory_mb=1024)
-    async with Sandbox(workdir=tmp_path, limits=limits, allow_unconfined=True) as sb:
+    async with Sandbox(
+        workdir=tmp_path, limits=limits, allow_unconfined=True, **lane_start(tmp_path)
+    ) as sb:
         loop = AgentLoop(model, sb, ToolBox(sb, tmp_path), [], AgentConfig())
         await loop.run("write the parts")
     results = [m["content"] for m in loop.messages if m["role"] == "tool"]

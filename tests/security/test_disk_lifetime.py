@@ -36,7 +36,7 @@ import pytest
 
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits
 from codeagent_jupyter.sandbox.zygote_manager import manager_class
-from tests.zygotes import running_zygote
+from tests.zygotes import lane_start, running_zygote
 
 MIB = 1 << 20
 BUDGET_MB = 16
@@ -143,7 +143,9 @@ async def test_the_kernels_own_folder_counts(tmp_path: Path) -> None:
         print("written")
         """
     )
-    async with Sandbox(workdir=tmp_path, limits=LIMITS, allow_unconfined=True) as sb:
+    async with Sandbox(
+        workdir=tmp_path, limits=LIMITS, allow_unconfined=True, **lane_start(tmp_path)
+    ) as sb:
         private = sb.private_dir
         assert private is not None
         r = await sb.execute(fill)
@@ -174,7 +176,9 @@ async def test_a_walk_that_cannot_finish_counts_as_over_budget(tmp_path: Path) -
         print("written")
         """
     )
-    async with Sandbox(workdir=tmp_path, limits=LIMITS, allow_unconfined=True) as sb:
+    async with Sandbox(
+        workdir=tmp_path, limits=LIMITS, allow_unconfined=True, **lane_start(tmp_path)
+    ) as sb:
         first = await sb.execute(many)
         second = await sb.execute(big)
         assert second.status == "error" and second.over_budget is not None, second.note
@@ -186,7 +190,9 @@ async def test_a_walk_that_cannot_finish_counts_as_over_budget(tmp_path: Path) -
 
 async def test_four_parallel_writers_stay_within_the_overshoot_bound(tmp_path: Path) -> None:
     runs, results = [], []
-    async with Sandbox(workdir=tmp_path, limits=LIMITS, allow_unconfined=True) as sb:
+    async with Sandbox(
+        workdir=tmp_path, limits=LIMITS, allow_unconfined=True, **lane_start(tmp_path)
+    ) as sb:
         for _ in range(3):
             results.append(await sb.execute(FOUR_WRITERS))
             written = [tmp_path / f"w{n}.bin" for n in range(4)]
@@ -216,7 +222,9 @@ async def test_a_folder_the_host_cannot_list_counts_as_over_budget(tmp_path: Pat
         """
     )
     try:
-        async with Sandbox(workdir=tmp_path, limits=LIMITS, allow_unconfined=True) as sb:
+        async with Sandbox(
+            workdir=tmp_path, limits=LIMITS, allow_unconfined=True, **lane_start(tmp_path)
+        ) as sb:
             first = await sb.execute(hide)
     finally:
         with contextlib.suppress(OSError):  # so that the test's folder can be removed

@@ -23,6 +23,7 @@ from codeagent_jupyter.errors import ToolError
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits
 from codeagent_jupyter.tools import ToolBox
 from codeagent_jupyter.util.confined import ConfinementError, Workspace
+from tests.zygotes import lane_start
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -63,7 +64,9 @@ def dirs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 async def sandbox(dirs: tuple[Path, Path]) -> AsyncIterator[Sandbox]:
     # allow_unconfined: where bubblewrap is missing (a CI lane) the server-side file tools
     # are tested all the same; bubblewrap is still used wherever it works.
-    async with Sandbox(workdir=dirs[0], limits=LIMITS, allow_unconfined=True) as sb:
+    async with Sandbox(
+        workdir=dirs[0], limits=LIMITS, allow_unconfined=True, **lane_start(dirs[0])
+    ) as sb:
         yield sb
 
 

@@ -32,6 +32,7 @@ from codeagent_jupyter.sandbox.zygote_host import Zygote, ZygoteUnavailable
 from codeagent_jupyter.sandbox.zygote_manager import manager_class
 from codeagent_jupyter.tools import ToolBox
 from tests.scripted_model import text, tool_calls
+from tests.zygotes import lane_start
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = SandboxLimits(memory_mb=512, cell_timeout=10, file_size_mb=8, max_processes=32)
@@ -269,7 +270,8 @@ async def test_double_forked_daemon_dies_with_the_sandbox(
         mode, ("processes", "cgroup")
     )
     tag = f"{4000 + os.getpid() % 1000}.{int(time.time() * 1000) % 100000}"
-    async with Sandbox(workdir=tmp_path, limits=SMALL, allow_unconfined=True) as sb:
+    forked = lane_start(tmp_path) if mode == "bwrap" else {}  # the others: the cold launcher's
+    async with Sandbox(workdir=tmp_path, limits=SMALL, allow_unconfined=True, **forked) as sb:
         if sb.enforcement[key] != how:
             pytest.skip(f"{mode} cannot contain processes here: {sb.enforcement}")
         await _run(sb, DAEMON.format(tag=tag, sleep=SLEEP))
@@ -294,13 +296,14 @@ async def test_sandboxes_do_not_share_ipython_dirs(
     else:
         _bwrap_or_skip()
     listings = []
+    forked = lane_start(tmp_path) if mode == "bwrap" else {}  # unshare: the cold launcher's
     for i in range(2):
         code = (
             "import os\nd = os.environ['IPYTHONDIR']\n"
             f"open(os.path.join(d, 'planted{i}'), 'w').write('x')\n"
             "print(sorted(n for n in os.listdir(d) if n.startswith('planted')))"
         )
-        async with Sandbox(workdir=tmp_path, limits=SMALL, allow_unconfined=True) as sb:
+        async with Sandbox(workdir=tmp_path, limits=SMALL, allow_unconfined=True, **forked) as sb:
             listings.append(await _run(sb, code))
     assert listings == ["['planted0']", "['planted1']"]
 
@@ -310,7 +313,9 @@ async def test_disk_budget_fails_the_cell_and_stops_the_run(
 ) -> None:
     limits = SandboxLimits(disk_mb=2, file_size_mb=8, cell_timeout=10)
     write = "open('blob.bin', 'wb').write(b'x' * (5 << 20))"
-    async with Sandbox(workdir=tmp_path, limits=limits, allow_unconfined=True) as sb:
+    async with Sandbox(
+        workdir=tmp_path, limits=limits, allow_unconfined=True, **lane_start(tmp_path)
+    ) as sb:
         r = await sb.execute(write)
         assert r.status == "error"
         # Stopped while writing: anywhere past the budget, up to the whole 5 MiB.

@@ -19,6 +19,7 @@ from codeagent_jupyter.sandbox import Sandbox, SandboxLimits, bubblewrap
 from codeagent_jupyter.server.loader import loader_code, parse_loaded
 from codeagent_jupyter.server.staging import _place, stage
 from codeagent_jupyter.server.uploads import FORMATS, UploadStore
+from tests.zygotes import lane_start
 
 LIMITS = SandboxLimits(memory_mb=512, cell_timeout=20, max_processes=32)
 SECRET = "hunter2-upload-bytes"
@@ -52,7 +53,10 @@ async def test_another_sandbox_cannot_read_a_staged_upload(tmp_path: Path) -> No
     workspace = tmp_path / "project"
     workspace.mkdir()
     uploads = _upload(tmp_path)
-    async with Sandbox(workspace, LIMITS) as mine, Sandbox(workspace, LIMITS) as other:
+    async with (
+        Sandbox(workspace, LIMITS, **lane_start(workspace)) as mine,
+        Sandbox(workspace, LIMITS, **lane_start(workspace)) as other,
+    ):
         for sandbox in (mine, other):
             assert sandbox.enforcement["filesystem"] == "bwrap", sandbox.enforcement
         staged = await stage(uploads, mine, FORMATS)
