@@ -50,9 +50,6 @@ class ZygoteKernelManager:
     """Just what ``Sandbox`` calls on a kernel manager, for one forked kernel at a time."""
 
     zygote: Zygote
-    owns_zygote = False
-    """Whether this manager's zygote is its own: started with the first kernel and ended
-    with the last shutdown (``owned_manager_class``)."""
     transport = "ipc"
     cold_fallback = False
     """Whether ``Sandbox`` starts the kernel cold when this manager cannot (``--start
@@ -137,10 +134,9 @@ class ZygoteKernelManager:
             kc.stop_channels()
 
     async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
-        """End the kernel (and the zygote, when it is this manager's own)."""
+        """End the kernel; the zygote serves on (its owner ends it: the server, a test, or
+        itself when idle, a shared one)."""
         self._stop()
-        if self.owns_zygote and not restart:
-            self.zygote.close()
 
     def _stop(self) -> None:
         """End the kernel's pid namespace, its cgroup and its kernel folder."""
@@ -168,13 +164,6 @@ def manager_class(zygote: Zygote, cold_fallback: bool = False) -> type[ZygoteKer
     """``ZygoteKernelManager`` bound to ``zygote``, for ``Sandbox(kernel_manager_class=)``."""
     attributes = {"zygote": zygote, "cold_fallback": cold_fallback}
     return type("BoundZygoteKernelManager", (ZygoteKernelManager,), attributes)
-
-
-def owned_manager_class(workspace: Path) -> type[ZygoteKernelManager]:
-    """A manager with a zygote of its own for ``workspace`` (the CLI's ``--start zygote``):
-    started with the kernel, ended with its shutdown; a restart is a fresh fork."""
-    attributes = {"zygote": Zygote(workspace), "owns_zygote": True}
-    return type("OwnZygoteKernelManager", (ZygoteKernelManager,), attributes)
 
 
 def shared_manager_class(workspace: Path, cold_fallback: bool = False) -> type[ZygoteKernelManager]:
