@@ -111,8 +111,13 @@ def _start_forwarder(socket_path: str, enforcement: dict[str, Any]) -> None:
     forwarder.proxy_env(os.environ)
 
 
-def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
-    """Apply per-process limits and run ipykernel in this process."""
+def inner(
+    connection_file: Path,
+    kernel_args: list[str] | None = None,
+    starting: contextlib.AbstractContextManager[None] | None = None,
+) -> None:
+    """Apply per-process limits and run ipykernel in this process; ``starting`` is held
+    while the kernel initializes (a zygote's fork: ``zygote_pages.ModuleFiles``)."""
     kernel_args = kernel_args or []
     state: dict[str, Any] = json.loads(os.environ.pop(INNER_ENV, "{}") or "{}")
     enforcement: dict[str, Any] = dict(state.get("enforcement", {}))
@@ -154,7 +159,8 @@ def inner(connection_file: Path, kernel_args: list[str] | None = None) -> None:
         argv.append("--IPKernelApp.parent_handle=1")
     tracebacks.install()  # a cell's traceback shows the lines that ran (IPython >= 9.12)
     app = IPKernelApp.instance()
-    app.initialize(argv)
+    with starting or contextlib.nullcontext():
+        app.initialize(argv)
     if "matplotlib.pyplot" in sys.modules:  # a zygote's fork: imported before any shell was
         app.shell.enable_matplotlib("inline")  # so a figure is shown as PNG, not as text
     overlay.quiet_pip(app.shell)

@@ -41,6 +41,7 @@ from typing import Any
 
 from . import namespaces as ns
 from .isolation import REFUSED_FILE
+from .zygote_pages import ModuleFiles, first_uses
 
 PRELOADED = ("numpy", "pandas", "matplotlib.pyplot")
 OWN = ns.CLONE_NEWNS | ns.CLONE_NEWPID | ns.CLONE_NEWNET | ns.CLONE_NEWIPC | ns.CLONE_NEWUTS
@@ -81,6 +82,7 @@ def _warm() -> None:
             __import__(name)
         except ImportError:
             continue
+    first_uses()  # what a first DataFrame and figure build, built once for every fork
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is not None:  # the inline backend, as a cold kernel has it (its MPLBACKEND)
         pyplot.switch_backend("module://matplotlib_inline.backend_inline")
@@ -176,7 +178,7 @@ def _reseed() -> None:
         numpy.random.seed()
 
 
-def _become_kernel(request: dict[str, Any]) -> None:
+def _become_kernel(request: dict[str, Any], files: ModuleFiles) -> None:
     """Pid 1 of the new namespace forks the kernel and reaps orphans until it ends."""
     kernel = os.fork()
     if kernel:
@@ -190,7 +192,11 @@ def _become_kernel(request: dict[str, Any]) -> None:
     os.environ.update(request["env"])
     from .inner import inner  # imported by _warm
 
-    inner(Path(request["connection_file"]), list(request.get("args", [])))
+    inner(
+        Path(request["connection_file"]),
+        list(request.get("args", [])),
+        starting=files.read_by_kernel(),
+    )
     os._exit(0)
 
 
@@ -238,7 +244,7 @@ def _wait(first: int) -> int:
                     os.kill(first, signal.SIGKILL)
 
 
-def _child(request: dict[str, Any], lease: int) -> None:
+def _child(request: dict[str, Any], lease: int, files: ModuleFiles) -> None:
     """Runs in the fork; never returns."""
     code = 70
     try:
@@ -251,7 +257,7 @@ def _child(request: dict[str, Any], lease: int) -> None:
             try:
                 os.close(LEASE)  # only the watcher outside the sandbox's namespaces holds it
                 _confine(request)
-                _become_kernel(request)
+                _become_kernel(request, files)
             except BaseException as e:  # a step that fails stops the sandbox, loudly
                 _refuse(request, e)
             os._exit(70)
@@ -260,7 +266,7 @@ def _child(request: dict[str, Any], lease: int) -> None:
         os._exit(code)
 
 
-def _answer(conn: socket.socket) -> None:
+def _answer(conn: socket.socket, files: ModuleFiles) -> None:
     with conn, conn.makefile("rwb") as stream:
         request = json.loads(stream.readline())
         if "hello" in request:  # a host attaching to a shared zygote: is this one alive?
@@ -294,7 +300,7 @@ def _answer(conn: socket.socket) -> None:
                 go = stream.readline()
                 if go:
                     request.update(json.loads(go))
-                    _child(request, conn.fileno())
+                    _child(request, conn.fileno(), files)
             finally:
                 os._exit(70)
         stream.write(json.dumps({"pid": pid}).encode() + b"\n")
@@ -312,6 +318,7 @@ def serve(path: str, idle_exit: float | None = None) -> None:
     ``idle_exit``, until that many seconds passed with no request and no fork alive (a
     shared zygote, which no process owns, ends itself so)."""
     _warm()
+    files = ModuleFiles()  # docs/benchmarks.md: a fork's kernel walks these, not the modules
     # What the imports made stays in the zygote's pages: a fork's garbage collector would
     # otherwise walk (and so copy) every one of them.
     gc.collect()
@@ -333,7 +340,7 @@ def serve(path: str, idle_exit: float | None = None) -> None:
             return
         conn.settimeout(None)
         try:
-            _answer(conn)
+            _answer(conn, files)
         except (OSError, ValueError, KeyError, RuntimeError) as e:
             print(f"codeagent zygote: bad request: {e}", file=sys.stderr, flush=True)
 

@@ -5,7 +5,9 @@ the starts it refuses (so the caller starts cold)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import shutil
 import socket
 import sys
@@ -65,6 +67,53 @@ async def test_the_pool_hands_out_forks_with_the_stack_preloaded(zygote: Zygote)
         assert any("image/png" in o.get("data", {}) for o in r.outputs), r.outputs
     finally:
         await sb.shutdown()
+
+
+async def test_a_forks_kernel_lists_its_modules_and_the_zygote_keeps_no_font_open(
+    zygote: Zygote,
+) -> None:
+    """What the zygote does so its forks share more pages changes nothing a kernel sees:
+    ipykernel's list of the modules loaded at its start (the debugger's "just my code")
+    holds the zygote's modules and the fork's own, ipykernel's ``sys`` is the real one
+    again, and the figure the zygote drew left no font file open in it (a fork closes the
+    zygote's descriptors: a cached font would read from a closed or reused one)."""
+    async with Sandbox(
+        workdir=_workspace(zygote, "pages"),
+        limits=LIMITS,
+        kernel_manager_class=manager_class(zygote),
+    ) as sb:
+        r = await sb.execute(
+            "import sys, ipykernel.ipkernel as k, numpy\n"
+            "listed = set(get_ipython().kernel._kernel_modules)\n"
+            "print(k.sys is sys, numpy.__file__ in listed,\n"
+            "      sys.modules['codeagent_jupyter.sandbox.inner'].__file__ in listed,\n"
+            "      all(isinstance(f, str) for f in listed), len(listed) > 500)\n"
+            "import matplotlib.pyplot as plt\n"
+            "plt.title('text after the fork'); plt.show()\n"
+        )
+        assert r.status == "ok" and r.text.split()[:5] == ["True"] * 5, r.text
+        assert any("image/png" in o.get("data", {}) for o in r.outputs), r.outputs
+    assert zygote.process is not None
+    opened = []
+    for pid in _tree(zygote.process.pid):
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    opened.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    assert opened and not [p for p in opened if p.endswith((".ttf", ".otf", ".afm"))], opened
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants."""
+    found, todo = [], [pid]
+    while todo:
+        found.append(todo.pop())
+        with contextlib.suppress(OSError):
+            for task in os.listdir(f"/proc/{found[-1]}/task"):
+                todo += map(
+                    int, Path(f"/proc/{found[-1]}/task/{task}/children").read_text().split()
+                )
+    return found
 
 
 async def test_a_dead_fork_is_replaced_and_shutdown_leaves_nothing(zygote: Zygote) -> None:
