@@ -6,13 +6,15 @@ numpy, pandas and matplotlib (Agg) and ipykernel's modules before any thread or 
 exists, then answers requests on a unix socket in a host folder that only the host and the
 zygote can reach. For each request it forks a child that, before any model code runs:
 
-1. takes its own mount, pid, network, ipc, uts and cgroup namespaces (``unshare``), and becomes
-   pid 1 of the new pid namespace with a fresh ``/proc`` that shows only its own processes;
+1. takes its own mount, pid, network, ipc, uts and cgroup namespaces (``unshare``); its
+   first child is pid 1 of the new pid namespace and forks the kernel at once, which
+   mounts a fresh ``/proc`` that shows only the namespace's processes;
 2. covers each shared host folder (the workspaces' root, the kernel folders' root) with an
    empty read-only tmpfs and binds back only its own workspace and kernel folder, and gets
    its own ``/tmp``;
 3. enters a user namespace of its own as uid 65534 and drops every capability for good
-   (bounding and ambient sets emptied, ``no_new_privs``), so no mount can be undone;
+   (bounding and ambient sets emptied, ``no_new_privs``), so no mount can be undone; pid 1
+   does the same in a user namespace of its own before the kernel goes on;
 4. closes every descriptor of the zygote, reseeds ``random`` and numpy's global state, and
    becomes an ipykernel through the launcher's inner stage (limits, private scratch).
 
@@ -143,7 +145,7 @@ def _fresh_proc() -> None:
 
 
 def _confine(request: dict[str, Any]) -> None:
-    """Steps 1-3 of the module's list, in the pid namespace's first process."""
+    """Steps 1-3 of the module's list, in the kernel's process (pid 2 of its namespace)."""
     ns.mount("none", "/", None, ns.MS_REC | ns.MS_PRIVATE)
     pairs = [(request["workspaces"], request["workspace"])]
     pairs.append((request["kernels"], request["kernel_dir"]))
@@ -178,15 +180,42 @@ def _reseed() -> None:
         numpy.random.seed()
 
 
-def _become_kernel(request: dict[str, Any], files: ModuleFiles) -> None:
-    """Pid 1 of the new namespace forks the kernel and reaps orphans until it ends."""
+def _first(request: dict[str, Any], files: ModuleFiles) -> None:
+    """Pid 1 of the new namespaces: forks the kernel at once, and the kernel confines the
+    namespaces and itself (steps 2 and 3); this process then enters a user namespace of
+    its own as uid 65534 without capabilities too, before the kernel may go on, and reaps
+    orphans until the kernel ends. (The confinement's work is done in the kernel's pages,
+    not first in this process's and again in the kernel's: about 1.5 MiB less per fork.)"""
+    mine, theirs = socket.socketpair()
     kernel = os.fork()
-    if kernel:
-        signal.signal(signal.SIGTERM, lambda *_: os.kill(kernel, signal.SIGKILL))
-        while True:
-            pid, status = os.wait()
-            if pid == kernel:
-                os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    if kernel == 0:
+        mine.close()
+        try:
+            _confine(request)
+            theirs.sendall(b"c")  # the mounts are done: pid 1 may drop its privileges
+            if theirs.recv(1) != b"d":  # and has: only then does model code come
+                os._exit(70)
+            theirs.close()
+            _become_kernel(request, files)
+        except BaseException as e:  # a step that fails stops the sandbox, loudly
+            _refuse(request, e)
+        os._exit(70)
+    theirs.close()
+    signal.signal(signal.SIGTERM, lambda *_: os.kill(kernel, signal.SIGKILL))
+    if mine.recv(1) == b"c":
+        ns.unshare(ns.CLONE_NEWUSER)
+        ns.map_user(65534, 0)
+        ns.drop_capabilities()
+        mine.sendall(b"d")
+    mine.close()
+    while True:
+        pid, status = os.wait()
+        if pid == kernel:
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _become_kernel(request: dict[str, Any], files: ModuleFiles) -> None:
+    """The confined fork becomes an ipykernel (step 4)."""
     _reseed()
     os.environ.clear()
     os.environ.update(request["env"])
@@ -197,7 +226,6 @@ def _become_kernel(request: dict[str, Any], files: ModuleFiles) -> None:
         list(request.get("args", [])),
         starting=files.read_by_kernel(),
     )
-    os._exit(0)
 
 
 def _refuse(request: dict[str, Any], error: BaseException) -> None:
@@ -256,8 +284,7 @@ def _child(request: dict[str, Any], lease: int, files: ModuleFiles) -> None:
         if first == 0:
             try:
                 os.close(LEASE)  # only the watcher outside the sandbox's namespaces holds it
-                _confine(request)
-                _become_kernel(request, files)
+                _first(request, files)
             except BaseException as e:  # a step that fails stops the sandbox, loudly
                 _refuse(request, e)
             os._exit(70)

@@ -131,6 +131,9 @@ class Zygote:
         argv += zygote_options
         env = scrub_env(os.environ)
         env.update(MPLCONFIGDIR="/tmp/mpl", HOME="/tmp", MALLOC_ARENA_MAX="2")
+        # Arrow's allocator (mimalloc) reserves no arena ahead: the zygote makes a first
+        # DataFrame, and a fork would inherit a reservation (1 GiB) over its RLIMIT_DATA.
+        env["MIMALLOC_ARENA_RESERVE"] = "0"
         env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # debugpy, imported ahead, stays quiet
         if detach:
             argv = [sys.executable, "-c", _DETACH, *argv]

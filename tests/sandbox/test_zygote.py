@@ -14,6 +14,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,24 +76,26 @@ async def test_a_forks_kernel_lists_its_modules_and_the_zygote_keeps_no_font_ope
     """What the zygote does so its forks share more pages changes nothing a kernel sees:
     ipykernel's list of the modules loaded at its start (the debugger's "just my code")
     holds the zygote's modules and the fork's own, ipykernel's ``sys`` is the real one
-    again, and the figure the zygote drew left no font file open in it (a fork closes the
-    zygote's descriptors: a cached font would read from a closed or reused one)."""
-    async with Sandbox(
-        workdir=_workspace(zygote, "pages"),
-        limits=LIMITS,
-        kernel_manager_class=manager_class(zygote),
-    ) as sb:
-        r = await sb.execute(
+    again, the figure the zygote drew left no font file open in it (a fork closes the
+    zygote's descriptors: a cached font would read from a closed or reused one), and the
+    DataFrame it made left Arrow's allocator no reservation a fork's ``RLIMIT_DATA`` would
+    refuse (with one, this fork's kernel died before it answered)."""
+    r = await _in_a_fork(
+        zygote,
+        "pages",
+        (
             "import sys, ipykernel.ipkernel as k, numpy\n"
             "listed = set(get_ipython().kernel._kernel_modules)\n"
             "print(k.sys is sys, numpy.__file__ in listed,\n"
             "      sys.modules['codeagent_jupyter.sandbox.inner'].__file__ in listed,\n"
             "      all(isinstance(f, str) for f in listed), len(listed) > 500)\n"
-            "import matplotlib.pyplot as plt\n"
+            "import matplotlib.pyplot as plt, pandas as pd\n"
+            "print(pd.DataFrame({'t': ['a', 'b'] * 500})['t'].str.upper().iloc[-1])\n"
             "plt.title('text after the fork'); plt.show()\n"
-        )
-        assert r.status == "ok" and r.text.split()[:5] == ["True"] * 5, r.text
-        assert any("image/png" in o.get("data", {}) for o in r.outputs), r.outputs
+        ),
+    )
+    assert r.status == "ok" and r.text.split()[:6] == ["True"] * 5 + ["B"], r.text
+    assert any("image/png" in o.get("data", {}) for o in r.outputs), r.outputs
     assert zygote.process is not None
     opened = []
     for pid in _tree(zygote.process.pid):
@@ -101,6 +104,40 @@ async def test_a_forks_kernel_lists_its_modules_and_the_zygote_keeps_no_font_ope
                 with contextlib.suppress(OSError):
                     opened.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
     assert opened and not [p for p in opened if p.endswith((".ttf", ".otf", ".afm"))], opened
+
+
+async def test_the_first_process_of_a_fork_holds_no_privilege(zygote: Zygote) -> None:
+    """Pid 1 of a fork's namespaces forks the kernel before the mounts, so it holds the
+    zygote's capabilities a moment longer; before the kernel may go on, it is uid 65534
+    in a user namespace of its own with no capability left, and the kernel cannot trace
+    it: the two are in sibling user namespaces, and the kernel has no capability in pid 1's."""
+    r = await _in_a_fork(
+        zygote,
+        "first",
+        (
+            "import ctypes, json, os\n"
+            "status = dict(l.split(':', 1) for l in open('/proc/1/status'))\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "traced = libc.ptrace(16, 1, None, None)  # PTRACE_ATTACH\n"
+            "print(json.dumps({k: status[k].split() for k in\n"
+            "    ('Uid', 'CapEff', 'CapPrm', 'CapBnd', 'CapAmb', 'NoNewPrivs')}\n"
+            "    | {'traced': traced, 'parent': os.getppid()}))\n"
+        ),
+    )
+    assert r.status == "ok", r.text
+    seen = json.loads(r.text)
+    assert seen["Uid"] == ["65534"] * 4 and seen["NoNewPrivs"] == ["1"], seen
+    for caps in ("CapEff", "CapPrm", "CapBnd", "CapAmb"):
+        assert int(seen[caps][0], 16) == 0, seen
+    assert seen["traced"] == -1 and seen["parent"] == 1, seen
+
+
+async def _in_a_fork(zygote: Zygote, name: str, code: str) -> Any:
+    """``code``'s result in the kernel of a fresh fork, in a workspace of its own."""
+    async with Sandbox(
+        workdir=_workspace(zygote, name), limits=LIMITS, kernel_manager_class=manager_class(zygote)
+    ) as sb:
+        return await sb.execute(code)
 
 
 def _tree(pid: int) -> list[int]:
