@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import queue
 import shutil
 import signal
 import socket
@@ -31,6 +32,8 @@ from .zygote_host import Zygote
 
 STOP_WAIT_S = 30.0
 """Longest wait, after ``stop_now``'s signal, for the fork to be gone (as ``guarded``)."""
+INTERRUPT_REPLY_S = 5.0
+"""Longest wait for the kernel's reply to an interrupt request (it answers at once)."""
 
 
 def unserved(limits: SandboxLimits) -> str | None:
@@ -124,12 +127,16 @@ class ZygoteKernelManager:
         return self.pid is not None and self.zygote.alive(self.pid)
 
     async def interrupt_kernel(self) -> None:
-        """ipykernel's ``interrupt_request`` on the control channel."""
+        """ipykernel's ``interrupt_request`` on the control channel, and its reply awaited
+        (at most ``INTERRUPT_REPLY_S``): a channel closed at once dropped the request before
+        its connection was made, so a fork's cell ran on, past its timeout, and its kernel
+        was restarted with its state lost."""
         kc = self.client()
         kc.start_channels(shell=False, iopub=False, stdin=False, hb=False, control=True)
         try:
             kc.control_channel.send(kc.session.msg("interrupt_request", content={}))
-            await kc.control_channel.msg_ready()
+            with contextlib.suppress(queue.Empty):  # no reply: the caller's grace decides
+                await kc.control_channel.get_msg(timeout=INTERRUPT_REPLY_S)
         finally:
             kc.stop_channels()
 

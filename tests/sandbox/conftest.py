@@ -9,6 +9,7 @@ import pytest
 import pytest_asyncio
 
 from codeagent_jupyter.sandbox import Sandbox, SandboxLimits
+from tests.zygotes import lane_start
 
 SECRETS = {
     "OPENAI_API_KEY": "sk-codeagent-test-secret-1",
@@ -38,13 +39,15 @@ async def sandbox(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[San
     """One sandbox shared by the tests of a module that leave it usable.
 
     The server's environment gets fake secrets first, so tests can check they are
-    not visible inside.
+    not visible inside. In ``.ci/run``'s zygote passes it is a fork (``lane_start``).
     """
     saved = {name: os.environ.get(name) for name in SECRETS}
     os.environ.update(SECRETS)
     try:
         workdir = tmp_path_factory.mktemp("workspace")
-        async with Sandbox(workdir=workdir, limits=SMALL, interrupt_grace=1.5) as sb:
+        async with Sandbox(
+            workdir=workdir, limits=SMALL, interrupt_grace=1.5, **lane_start(workdir)
+        ) as sb:
             yield sb
     finally:
         for name, value in saved.items():

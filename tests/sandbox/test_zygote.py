@@ -132,6 +132,26 @@ async def test_the_first_process_of_a_fork_holds_no_privilege(zygote: Zygote) ->
     assert seen["traced"] == -1 and seen["parent"] == 1, seen
 
 
+async def test_a_forks_cell_past_its_timeout_is_interrupted_and_its_state_kept(
+    zygote: Zygote,
+) -> None:
+    """The interrupt reaches a fork's kernel: the request used to go out on a control
+    channel closed at once, so it was dropped, the cell ran on, and the kernel was
+    restarted with its state lost."""
+    async with Sandbox(
+        workdir=_workspace(zygote, "interrupt"),
+        limits=SandboxLimits(memory_mb=768, cell_timeout=1),
+        interrupt_grace=1.5,
+        kernel_manager_class=manager_class(zygote),
+    ) as sb:
+        await sb.execute("kept = 38")
+        for _ in range(4):  # the dropped request was a race: most were lost, not all
+            r = await sb.execute("print('before', flush=True)\nwhile True: pass")
+            assert r.status == "timeout" and "state kept" in (r.note or ""), r.note
+            await sb.execute("kept += 1")
+        assert (await sb.execute("print(kept)")).text.strip() == "42"
+
+
 async def _in_a_fork(zygote: Zygote, name: str, code: str) -> Any:
     """``code``'s result in the kernel of a fresh fork, in a workspace of its own."""
     async with Sandbox(
