@@ -185,7 +185,7 @@ def _first(request: dict[str, Any], files: ModuleFiles) -> None:
     namespaces and itself (steps 2 and 3); this process then enters a user namespace of
     its own as uid 65534 without capabilities too, before the kernel may go on, and reaps
     orphans until the kernel ends. (The confinement's work is done in the kernel's pages,
-    not first in this process's and again in the kernel's: about 1.5 MiB less per fork.)"""
+    not first in this process's and again in the kernel's: about 0.9 MiB less per fork.)"""
     mine, theirs = socket.socketpair()
     kernel = os.fork()
     if kernel == 0:
@@ -197,6 +197,7 @@ def _first(request: dict[str, Any], files: ModuleFiles) -> None:
                 os._exit(70)
             theirs.close()
             _become_kernel(request, files)
+            os._exit(0)  # the kernel ended as asked
         except BaseException as e:  # a step that fails stops the sandbox, loudly
             _refuse(request, e)
         os._exit(70)
